@@ -1,0 +1,48 @@
+"""Identifier and secret generation in the formats the reference product's clients expect."""
+
+from __future__ import annotations
+
+import secrets
+import string
+
+_MIXED = string.ascii_letters + string.digits
+_LOWER = string.ascii_lowercase + string.digits
+
+
+def _random(alphabet: str, length: int) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def client_identifier() -> str:
+    """8 mixed-case letters and digits."""
+    return _random(_MIXED, 8)
+
+
+def user_identifier() -> str:
+    """8 mixed-case letters and digits."""
+    return _random(_MIXED, 8)
+
+
+def template_identifier() -> str:
+    """8 letters and digits."""
+    return _random(_MIXED, 8)
+
+
+def draft_hash() -> str:
+    """32 lowercase letters and digits; it is the ``<draftId>`` of every URL."""
+    return _random(_LOWER, 32)
+
+
+def api_key() -> str:
+    """48 URL-safe characters: more than the 256 bits lcobucci/jwt 5 demands of HMAC keys."""
+    return secrets.token_urlsafe(36)
+
+
+def processing_id() -> str:
+    """32 hex digits."""
+    return secrets.token_hex(16)
+
+
+def link_token() -> str:
+    """Unguessable name of a short-lived file link."""
+    return secrets.token_urlsafe(24)

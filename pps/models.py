@@ -1,0 +1,76 @@
+"""Plain records the repository hands out. No behaviour that touches storage lives here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Client:
+    """A tenant of pps: the shop acts on its behalf with its API key."""
+
+    identifier: str
+    name: str
+    api_key: str
+    allowed_origins: tuple[str, ...]
+    created_at: datetime
+    disabled_at: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.disabled_at is None
+
+
+@dataclass(frozen=True)
+class User:
+    identifier: str
+    client_identifier: str
+    locale: str | None = None
+    salutation: str | None = None
+    title: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+    custom_attributes: JsonObject = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Template:
+    """A master template. ``spec`` keeps the imported file as-is for the renderer."""
+
+    identifier: str
+    client_identifier: str
+    name: str
+    data_keys: tuple[str, ...]
+    custom_attributes: JsonObject
+    page_count: int
+    spec: JsonObject
+    preview_key: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Draft:
+    draft_hash: str
+    client_identifier: str
+    user_identifier: str
+    template_identifier: str
+    intent: str
+    state: str
+    values: JsonObject
+    api_default_values: JsonObject
+    custom_attributes: JsonObject
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+DRAFT_STATES = ("init", "edited", "finished")
+DRAFT_INTENTS = ("customize", "upload", "order")

@@ -1,0 +1,93 @@
+"""The long-lived objects one app needs, built from settings and kept in ``app.extensions``."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass, field
+
+from pps.ephemeral import EphemeralStore, open_ephemeral
+from pps.models import Client
+from pps.repository import Repository
+from pps.repository.sql import SqlRepository
+from pps.settings import Settings
+from pps.storage import FileStorage, open_storage
+
+
+class ClientCache:
+    """Client lookups by identifier and by API key, remembered for a few seconds.
+
+    Every ``/auth`` and file request starts by finding the client; a short cache keeps the
+    database off that hot path. A rotated or disabled key stops working after at most
+    ``ttl`` seconds (``PPS_CLIENT_CACHE_TTL``; 0 turns the cache off).
+    """
+
+    def __init__(self, repository: Repository, ttl: float) -> None:
+        self._repository = repository
+        self._ttl = ttl
+        self._by_identifier: dict[str, tuple[float, Client | None]] = {}
+        self._by_key_hash: dict[str, tuple[float, Client | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, identifier: str) -> Client | None:
+        hit = self._by_identifier.get(identifier) if self._ttl > 0 else None
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        client = self._repository.get_client(identifier)
+        if client is not None and not client.active:
+            client = None
+        self._remember(self._by_identifier, identifier, client, now)
+        return client
+
+    def by_api_key(self, api_key: str) -> Client | None:
+        digest = hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+        hit = self._by_key_hash.get(digest) if self._ttl > 0 else None
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        client = self._repository.find_client_by_api_key(api_key)
+        self._remember(self._by_key_hash, digest, client, now)
+        return client
+
+    def _remember(
+        self,
+        table: dict[str, tuple[float, Client | None]],
+        key: str,
+        value: Client | None,
+        now: float,
+    ) -> None:
+        if self._ttl <= 0:
+            return
+        with self._lock:
+            if len(table) > 10_000:
+                table.clear()
+            table[key] = (now + self._ttl, value)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    repository: SqlRepository
+    ephemeral: EphemeralStore
+    storage: FileStorage
+    clients: ClientCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.clients = ClientCache(self.repository, self.settings.client_cache_ttl)
+
+    def close(self) -> None:
+        self.repository.close()
+        self.ephemeral.close()
+
+
+def build_services(settings: Settings) -> Services:
+    """Open the repository, the ephemeral store and file storage named by ``settings``."""
+    settings.instance_path.mkdir(parents=True, exist_ok=True)
+    return Services(
+        settings=settings,
+        repository=SqlRepository(settings.resolved_database_url),
+        ephemeral=open_ephemeral(settings.redis_url, instance_path=settings.instance_path),
+        storage=open_storage(settings.resolved_files_dir),
+    )

@@ -1,0 +1,145 @@
+"""Every setting of pps, read from ``PPS_*`` environment variables in one place.
+
+The README has a table of them; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed; pps refuses to start with it."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Typed settings; build with :func:`load_settings`."""
+
+    base_url: str = "http://127.0.0.1:8000"
+    secret_key: str = ""
+    instance_path: Path = field(default_factory=lambda: Path("instance").resolve())
+    database_url: str = ""
+    redis_url: str = ""
+    files_dir: Path | None = None
+    file_link_ttl: int = 60
+    jwt_leeway: int = 30
+    nonce_ttl: int = 30 * 24 * 3600
+    client_cache_ttl: float = 5.0
+    max_body_bytes: int = 1024 * 1024
+    development: bool = False
+    x_accel_prefix: str = ""
+
+    @property
+    def secure_cookies(self) -> bool:
+        return self.base_url.lower().startswith("https://")
+
+    @property
+    def resolved_files_dir(self) -> Path:
+        return self.files_dir if self.files_dir is not None else self.instance_path / "files"
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.instance_path / 'pps.sqlite3'}"
+
+
+_INT_SETTINGS = {
+    "file_link_ttl": "PPS_FILE_LINK_TTL",
+    "jwt_leeway": "PPS_JWT_LEEWAY",
+    "nonce_ttl": "PPS_NONCE_TTL",
+    "max_body_bytes": "PPS_MAX_BODY_BYTES",
+}
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise SettingsError(
+            f"{name} must be a whole number of seconds or bytes, got {raw!r}"
+        ) from exc
+    if value < 0:
+        raise SettingsError(f"{name} must not be negative, got {value}")
+    return value
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """Read settings from ``env`` (default: ``os.environ``), then apply ``overrides``.
+
+    ``overrides`` uses the field names of :class:`Settings` (``create_app(config=...)``
+    passes its mapping here), so tests never have to touch the process environment.
+    """
+    env = os.environ if env is None else env
+    defaults = Settings()
+    base_url = env.get("PPS_BASE_URL", defaults.base_url).strip().rstrip("/")
+    files_dir = env.get("PPS_FILES_DIR", "").strip()
+    values: dict[str, Any] = {
+        "base_url": base_url,
+        "secret_key": env.get("PPS_SECRET_KEY", ""),
+        "instance_path": Path(env.get("PPS_INSTANCE_PATH", "") or "instance").resolve(),
+        "database_url": env.get("PPS_DATABASE_URL", "").strip(),
+        "redis_url": env.get("PPS_REDIS_URL", "").strip(),
+        "files_dir": Path(files_dir).resolve() if files_dir else None,
+        "development": env.get("PPS_DEVELOPMENT", "").strip().lower() in _TRUE,
+        "x_accel_prefix": env.get("PPS_X_ACCEL_PREFIX", "").strip(),
+    }
+    for attr, name in _INT_SETTINGS.items():
+        values[attr] = _int(env, name, getattr(defaults, attr))
+    cache_ttl = env.get("PPS_CLIENT_CACHE_TTL", "").strip()
+    if cache_ttl:
+        try:
+            values["client_cache_ttl"] = float(cache_ttl)
+        except ValueError as exc:
+            raise SettingsError(
+                f"PPS_CLIENT_CACHE_TTL must be a number, got {cache_ttl!r}"
+            ) from exc
+    known = {f.name for f in fields(Settings)}
+    for key, value in (overrides or {}).items():
+        if key not in known:
+            raise SettingsError(f"unknown setting {key!r}")
+        values[key] = value
+    settings = Settings(**values)
+    if not settings.base_url.startswith(("http://", "https://")):
+        raise SettingsError(f"PPS_BASE_URL must start with http:// or https://, got {base_url!r}")
+    return _with_secret_key(settings)
+
+
+def _with_secret_key(settings: Settings) -> Settings:
+    """Production refuses to start without a secret; development keeps one in the instance."""
+    if settings.secret_key:
+        if len(settings.secret_key) < 16:
+            raise SettingsError("PPS_SECRET_KEY must be at least 16 characters long")
+        return settings
+    if not settings.development:
+        raise SettingsError(
+            "PPS_SECRET_KEY is not set. Set it to a long random string "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(48))'), "
+            "or set PPS_DEVELOPMENT=1 to have one generated into the instance folder."
+        )
+    key_file = settings.instance_path / "secret_key"
+    settings.instance_path.mkdir(parents=True, exist_ok=True)
+    if not key_file.exists():
+        # Written aside and linked into place, so that several workers starting at once
+        # all end up reading the same complete key.
+        draft = key_file.with_name(f".secret_key.{os.getpid()}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(48))
+        try:
+            os.link(draft, key_file)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    return replace(settings, secret_key=key_file.read_text().strip())
