@@ -1,0 +1,374 @@
+"""One contract for every ephemeral store: Redis and the embedded SQLite file.
+
+Both run against the real thing (a spawned redis-server, a SQLite file in tmp_path);
+the concurrency tests use real threads and real processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pps.ephemeral import (
+    EphemeralStore,
+    EphemeralUnavailable,
+    link_key,
+    nonce_key,
+    open_ephemeral,
+)
+from pps.ephemeral.redis_store import RedisStore
+from pps.ephemeral.sqlite_store import SqliteStore
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EphemeralStore]:
+    instance: EphemeralStore
+    if request.param == "redis":
+        instance = RedisStore(request.getfixturevalue("redis_url"))
+    else:
+        instance = SqliteStore(tmp_path / "ephemeral.sqlite3")
+    yield instance
+    instance.close()
+
+
+def unique(name: str) -> str:
+    return f"{name}:{uuid.uuid4().hex}"
+
+
+# -- claim -------------------------------------------------------------------------------
+
+
+def test_first_claim_wins_and_second_loses(store: EphemeralStore) -> None:
+    key = nonce_key("client-a", unique("jti"))
+    assert store.claim(key, 60) is True
+    assert store.claim(key, 60) is False
+    assert store.claim(key, 60) is False
+
+
+def test_claims_of_different_keys_are_independent(store: EphemeralStore) -> None:
+    jti = unique("jti")
+    assert store.claim(nonce_key("client-a", jti), 60) is True
+    # The same jti from another client is another nonce.
+    assert store.claim(nonce_key("client-b", jti), 60) is True
+    assert store.claim(nonce_key("client-a", unique("jti")), 60) is True
+    assert store.claim(nonce_key("client-a", jti), 60) is False
+
+
+@pytest.mark.parametrize("ttl", [0, -5])
+def test_ttl_below_one_second_is_refused(store: EphemeralStore, ttl: int) -> None:
+    with pytest.raises(ValueError, match="at least 1 second"):
+        store.claim(unique("k"), ttl)
+    with pytest.raises(ValueError, match="at least 1 second"):
+        store.put_link(unique("k"), "v", ttl)
+
+
+def test_twenty_threads_claiming_one_key_yield_exactly_one_winner(
+    store: EphemeralStore,
+) -> None:
+    keys = [unique("race") for _ in range(5)]
+    barrier = threading.Barrier(20)
+    results: list[list[bool]] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        try:
+            barrier.wait(timeout=10)
+            won = [store.claim(key, 60) for key in keys]
+        except BaseException as exc:
+            with lock:
+                errors.append(exc)
+            return
+        with lock:
+            results.append(won)
+
+    threads = [threading.Thread(target=worker) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not errors
+    assert len(results) == 20
+    for index in range(len(keys)):
+        assert sum(won[index] for won in results) == 1
+
+
+# -- links -------------------------------------------------------------------------------
+
+
+def test_link_is_returned_until_it_expires(store: EphemeralStore) -> None:
+    key = link_key(unique("token"))
+    store.put_link(key, "templates/ABCdef12/preview.png", 60)
+    assert store.get_link(key) == "templates/ABCdef12/preview.png"
+
+
+def test_putting_a_link_again_replaces_its_value(store: EphemeralStore) -> None:
+    key = link_key(unique("token"))
+    store.put_link(key, "old", 60)
+    store.put_link(key, "new", 60)
+    assert store.get_link(key) == "new"
+
+
+def test_unknown_link_is_none(store: EphemeralStore) -> None:
+    assert store.get_link(link_key(unique("never-stored"))) is None
+
+
+def test_link_value_round_trips_unicode(store: EphemeralStore) -> None:
+    key = link_key(unique("token"))
+    store.put_link(key, "drafts/Grüße/…/ünïcode.pdf", 60)
+    assert store.get_link(key) == "drafts/Grüße/…/ünïcode.pdf"
+
+
+# -- expiry (the only test here that sleeps) ---------------------------------------------
+
+
+def test_entries_expire_after_their_ttl_and_not_before(store: EphemeralStore) -> None:
+    short_nonce, long_nonce = unique("short"), unique("long")
+    short_link, long_link = link_key(unique("short")), link_key(unique("long"))
+    assert store.claim(short_nonce, 1) is True
+    assert store.claim(long_nonce, 60) is True
+    store.put_link(short_link, "a", 1)
+    store.put_link(long_link, "b", 60)
+
+    time.sleep(1.5)
+
+    assert store.get_link(short_link) is None
+    assert store.get_link(long_link) == "b"
+    # An expired nonce can be claimed again, and then it is taken once more.
+    assert store.claim(short_nonce, 60) is True
+    assert store.claim(short_nonce, 60) is False
+    assert store.claim(long_nonce, 60) is False
+
+
+# -- several processes -------------------------------------------------------------------
+
+CLAIMING_CHILD = """
+import json, sys
+from pathlib import Path
+from pps.ephemeral import open_ephemeral
+
+store = open_ephemeral(sys.argv[1], instance_path=Path("."))
+keys = json.loads(sys.argv[2])
+print("ready", flush=True)
+sys.stdin.readline()
+print(json.dumps([store.claim(key, 60) for key in keys]), flush=True)
+store.close()
+"""
+
+
+@pytest.mark.parametrize("backend", ["redis", "sqlite"])
+def test_processes_claiming_the_same_keys_yield_exactly_one_winner_each(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """What gunicorn does: several worker processes share one store."""
+    if backend == "redis":
+        url = str(request.getfixturevalue("redis_url"))
+    else:
+        url = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+        SqliteStore(tmp_path / "shared.sqlite3").close()  # create it before the race
+    keys = [unique("proc") for _ in range(25)]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMING_CHILD, url, json.dumps(keys)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
+        for _ in range(6)
+    ]
+    try:
+        for child in children:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "ready"
+        for child in children:  # release them together
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        results = []
+        for child in children:
+            out, _ = child.communicate(timeout=60)
+            assert child.returncode == 0
+            results.append(json.loads(out))
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    for index in range(len(keys)):
+        assert sum(won[index] for won in results) == 1, keys[index]
+
+
+# -- failing closed ----------------------------------------------------------------------
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound and released at once)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_redis_that_cannot_be_reached_raises_unavailable() -> None:
+    store = RedisStore(f"redis://127.0.0.1:{closed_port()}/0", socket_timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(EphemeralUnavailable):
+        store.claim(nonce_key("client-a", "jti"), 60)
+    with pytest.raises(EphemeralUnavailable):
+        store.put_link(link_key("token"), "value", 60)
+    with pytest.raises(EphemeralUnavailable):
+        store.get_link(link_key("token"))
+    assert store.ping() is False
+    assert time.monotonic() - started < 10  # a few short retries, not minutes
+    store.close()
+
+
+def test_sqlite_locked_beyond_the_busy_timeout_raises_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "ephemeral.sqlite3"
+    store = SqliteStore(path, timeout=0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(EphemeralUnavailable):
+            store.claim(unique("k"), 60)
+        with pytest.raises(EphemeralUnavailable):
+            store.put_link(unique("k"), "v", 60)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.claim(unique("k"), 60) is True
+    store.close()
+
+
+def test_sqlite_file_that_is_not_a_database_raises_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "ephemeral.sqlite3"
+    path.write_bytes(b"this is not a database file, it is text" * 100)
+    with pytest.raises(EphemeralUnavailable):
+        SqliteStore(path)
+
+
+# -- implementation details worth guarding -----------------------------------------------
+
+
+def test_sqlite_treats_expired_rows_as_absent_and_purges_them(tmp_path: Path) -> None:
+    path = tmp_path / "ephemeral.sqlite3"
+    store = SqliteStore(path)
+    raw = sqlite3.connect(path, isolation_level=None)
+
+    def add_expired(*keys: str) -> None:
+        past = time.time() - 10
+        raw.executemany(
+            "INSERT INTO entries (key, value, expires_at) VALUES (?, 'v', ?)",
+            [(key, past) for key in keys],
+        )
+
+    def stored_keys() -> set[str]:
+        return {row[0] for row in raw.execute("SELECT key FROM entries")}
+
+    try:
+        add_expired("old-nonce", "old-link", "other")
+        assert store.get_link("old-link") is None  # invisible, though still a row
+        assert stored_keys() == {"old-nonce", "old-link", "other"}
+        # The first write of a process purges; the claim itself takes over its expired row.
+        assert store.claim("old-nonce", 60) is True
+        assert store.claim("old-nonce", 60) is False
+        assert stored_keys() == {"old-nonce"}
+        # Later writes within PURGE_INTERVAL leave expired rows alone...
+        add_expired("stale")
+        store.put_link("fresh", "v", 60)
+        assert stored_keys() == {"old-nonce", "stale", "fresh"}
+        # ...until the next purge.
+        assert store.purge_expired() == 1
+        assert stored_keys() == {"old-nonce", "fresh"}
+    finally:
+        raw.close()
+        store.close()
+
+
+def test_sqlite_uses_wal_so_readers_do_not_block_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "ephemeral.sqlite3"
+    SqliteStore(path).close()
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    raw.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_sqlite_opens_a_new_connection_after_fork(tmp_path: Path) -> None:
+    """gunicorn may build the app in the master and fork workers from it."""
+    store = SqliteStore(tmp_path / "ephemeral.sqlite3")
+    assert store.claim("before-fork", 60) is True
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit code only
+        code = 1
+        try:
+            fresh = store._connection()
+            ok = (
+                store.claim("before-fork", 60) is False
+                and store.claim("in-child", 60) is True
+                and fresh is store._connection()
+            )
+            code = 0 if ok else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store.claim("in-child", 60) is False
+    store.close()
+
+
+def test_redis_prefix_separates_stores(redis_url: str) -> None:
+    first, second = RedisStore(redis_url, prefix="a:"), RedisStore(redis_url, prefix="b:")
+    key = unique("jti")
+    assert first.claim(key, 60) is True
+    assert second.claim(key, 60) is True
+    second.put_link("link", "from-b", 60)
+    assert first.get_link("link") is None
+    assert second.get_link("link") == "from-b"
+    assert first.ping() is True
+    first.close()
+    second.close()
+
+
+# -- choosing a store by URL -------------------------------------------------------------
+
+
+def test_open_ephemeral_chooses_by_scheme(tmp_path: Path) -> None:
+    default = open_ephemeral("", instance_path=tmp_path / "instance")
+    assert isinstance(default, SqliteStore)
+    assert default.path == tmp_path / "instance" / "ephemeral.sqlite3"
+    assert default.path.exists()
+    default.close()
+
+    explicit = open_ephemeral(f"sqlite:///{tmp_path / 'x.sqlite3'}", instance_path=tmp_path)
+    assert isinstance(explicit, SqliteStore)
+    assert explicit.path == tmp_path / "x.sqlite3"
+    explicit.close()
+
+    for url in ("redis://127.0.0.1:1/0", "rediss://127.0.0.1:1/0", "unix:///tmp/x.sock"):
+        store = open_ephemeral(url, instance_path=tmp_path)
+        assert isinstance(store, RedisStore)  # building it does not connect yet
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "url", ["memcached://localhost", "sqlite://", "sqlite:///:memory:", "localhost:6379"]
+)
+def test_open_ephemeral_refuses_other_urls(url: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="ephemeral store URL"):
+        open_ephemeral(url, instance_path=tmp_path)

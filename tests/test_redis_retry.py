@@ -1,0 +1,177 @@
+"""A claim stays a win when redis-py retries it after a lost reply.
+
+redis-py (>= 6) retries a command after a timeout. If the first attempt reached Redis and
+only its reply was lost, a plain ``SET NX`` retry answers "already set" and a first login
+looks like a replay. These tests reproduce that on a real network path: a small TCP proxy
+on loopback in front of the real redis-server forwards the first ``SET ... NX`` and then
+swallows its reply, so the client times out and retries on a fresh connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from pps.ephemeral.redis_store import RedisStore
+
+
+class LoseFirstSetNxReply:
+    """TCP proxy to Redis that loses the reply to the first ``SET ... NX`` it forwards.
+
+    Only that one connection goes silent; every later connection is passed through.
+    """
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.set_nx_seen = 0
+        self.replies_lost = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._listener.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(self.upstream)
+            with self._lock:
+                self._sockets += [client, upstream]
+            silenced = threading.Event()
+            threading.Thread(
+                target=self._to_redis, args=(client, upstream, silenced), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._to_client, args=(upstream, client, silenced), daemon=True
+            ).start()
+
+    def _to_redis(self, src: socket.socket, dst: socket.socket, silenced: threading.Event) -> None:
+        while data := self._recv(src):
+            if b"\r\nSET\r\n" in data.upper() and b"\r\nNX\r\n" in data.upper():
+                with self._lock:
+                    self.set_nx_seen += 1
+                    if not self.replies_lost:
+                        # Decided before forwarding, so the reply cannot slip through.
+                        self.replies_lost = True
+                        silenced.set()
+            try:
+                dst.sendall(data)
+            except OSError:
+                break
+        self._shut(dst)
+
+    def _to_client(self, src: socket.socket, dst: socket.socket, silenced: threading.Event) -> None:
+        while data := self._recv(src):
+            if silenced.is_set():
+                continue  # lost on the way back
+            try:
+                dst.sendall(data)
+            except OSError:
+                break
+        self._shut(dst)
+
+    @staticmethod
+    def _recv(sock: socket.socket) -> bytes:
+        try:
+            return sock.recv(65536)
+        except OSError:
+            return b""
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._listener.close()
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+
+
+@pytest.fixture
+def proxy(redis_url: str) -> Iterator[LoseFirstSetNxReply]:
+    parts = urlsplit(redis_url)
+    if parts.scheme != "redis" or parts.hostname is None:
+        pytest.skip("the fault-injecting proxy needs Redis over plain TCP")
+    lossy = LoseFirstSetNxReply((parts.hostname, parts.port or 6379))
+    yield lossy
+    lossy.close()
+
+
+def test_retried_claim_whose_first_attempt_succeeded_still_wins(
+    proxy: LoseFirstSetNxReply, redis_url: str
+) -> None:
+    key = f"pps:jti:client-a:{uuid.uuid4().hex}"
+    through_proxy = RedisStore(proxy.url, socket_timeout=0.5, retries=2)
+    direct = RedisStore(redis_url)
+    try:
+        assert through_proxy.claim(key, 60) is True
+        # The reply really was lost and the command really was sent twice.
+        assert proxy.replies_lost
+        assert proxy.set_nx_seen == 2
+        # And the nonce is taken for everyone else.
+        assert direct.claim(key, 60) is False
+        assert through_proxy.claim(key, 60) is False
+    finally:
+        through_proxy.close()
+        direct.close()
+
+
+def test_plain_set_nx_under_the_same_fault_reports_a_false_replay(
+    proxy: LoseFirstSetNxReply,
+) -> None:
+    """The hazard itself, so the test above is known to exercise it."""
+    client = redis.Redis.from_url(
+        proxy.url, socket_timeout=0.5, retry=Retry(NoBackoff(), retries=2)
+    )
+    try:
+        assert client.set(f"naive:{uuid.uuid4().hex}", "1", nx=True, ex=60) is None
+        assert proxy.set_nx_seen == 2
+    finally:
+        client.close()
+
+
+def test_same_token_twice_counts_as_a_win_and_another_token_does_not(redis_url: str) -> None:
+    """The command level: what a retry sends is the same token again."""
+    store = RedisStore(redis_url)
+    key = f"pps:jti:client-a:{uuid.uuid4().hex}"
+    try:
+        assert store._claim_with_token(key, 60, "token-1") is True
+        assert store._claim_with_token(key, 60, "token-1") is True  # our own retry
+        assert store._claim_with_token(key, 60, "token-2") is False  # someone else
+        assert store.claim(key, 60) is False
+    finally:
+        store.close()
+
+
+def test_claim_does_not_overwrite_the_winner_or_extend_its_ttl(redis_url: str) -> None:
+    store = RedisStore(redis_url)
+    raw = redis.Redis.from_url(redis_url)
+    key = f"pps:jti:client-a:{uuid.uuid4().hex}"
+    try:
+        assert store._claim_with_token(key, 30, "winner") is True
+        assert store.claim(key, 3600) is False
+        assert raw.get(key) == b"winner"
+        ttl = raw.ttl(key)
+        assert isinstance(ttl, int)
+        assert 0 < ttl <= 30
+    finally:
+        store.close()
+        raw.close()
