@@ -67,8 +67,9 @@ def _from_http_exception(exc: HTTPException) -> PpsError:
     status = exc.code or 500
     error = PpsError(_PLAIN_MESSAGES.get(status) or exc.description or exc.name)
     error.status = status
-    if status == 405 and getattr(exc, "valid_methods", None):
-        error.headers["Allow"] = ", ".join(exc.valid_methods or ())
+    valid_methods = getattr(exc, "valid_methods", None)
+    if status == 405 and valid_methods:
+        error.headers["Allow"] = ", ".join(valid_methods)
     return error
 
 

@@ -110,6 +110,9 @@ def load_settings(
             raise SettingsError(f"unknown setting {key!r}")
         values[key] = value
     settings = Settings(**values)
+    for attr in ("file_link_ttl", "nonce_ttl", "max_body_bytes"):
+        if getattr(settings, attr) < 1:
+            raise SettingsError(f"{attr} must be at least 1, got {getattr(settings, attr)}")
     if not settings.base_url.startswith(("http://", "https://")):
         raise SettingsError(f"PPS_BASE_URL must start with http:// or https://, got {base_url!r}")
     return _with_secret_key(settings)

@@ -1,0 +1,72 @@
+"""Where rendered files live in storage, and what they are called when served.
+
+One module for the key layout, so the renderer that writes the files and the file endpoints
+that hand out links to them can never disagree. Plain Python, no Flask.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from dataclasses import dataclass
+
+__all__ = [
+    "DRAFT_FILE_KINDS",
+    "DraftFileKind",
+    "content_type_for",
+    "draft_file_key",
+    "draft_file_name",
+    "template_preview_name",
+]
+
+
+@dataclass(frozen=True)
+class DraftFileKind:
+    """One kind of file rendered from a draft."""
+
+    name: str
+    """The ``<kind>`` of ``/api-ext/files/draft/<draftHash>/<kind>``."""
+    stored_name: str
+    """The last segment of its storage key."""
+    content_type: str
+    label: str
+    """Used in messages: "The print file of this draft has not been rendered yet"."""
+
+
+DRAFT_FILE_KINDS: dict[str, DraftFileKind] = {
+    kind.name: kind
+    for kind in (
+        DraftFileKind("print", "print.pdf", "application/pdf", "print file"),
+        DraftFileKind("low-res", "low-res.pdf", "application/pdf", "low-resolution PDF"),
+        DraftFileKind("image", "image.png", "image/png", "preview image"),
+    )
+}
+
+
+def draft_file_key(client: str, draft_hash: str, version: int, kind: str) -> str:
+    """``drafts/<client>/<draftHash>/v<version>/<file>``.
+
+    The draft's version is part of the key: a file rendered from an older version of the
+    draft is never served for the current one, and a re-render never overwrites a file a
+    link may still point at.
+    """
+    return f"drafts/{client}/{draft_hash}/v{version}/{DRAFT_FILE_KINDS[kind].stored_name}"
+
+
+def draft_file_name(draft_hash: str, kind: str) -> str:
+    """The name a browser or shop sees: ``<draftHash>-print.pdf``."""
+    stored = DRAFT_FILE_KINDS[kind].stored_name
+    return f"{draft_hash}-{stored}"
+
+
+def template_preview_name(template_identifier: str, storage_key: str) -> str:
+    """``<templateId>-page-preview-thumb.<ext>``, the extension taken from the storage key."""
+    last = storage_key.rsplit("/", 1)[-1]
+    _, dot, ext = last.rpartition(".")
+    suffix = f".{ext.lower()}" if dot and ext.isalnum() else ""
+    return f"{template_identifier}-page-preview-thumb{suffix}"
+
+
+def content_type_for(storage_key: str) -> str:
+    """Content type by extension; unknown extensions are served as opaque bytes."""
+    guessed, _ = mimetypes.guess_type(storage_key, strict=True)
+    return guessed or "application/octet-stream"

@@ -1,0 +1,508 @@
+"""GET /auth: JWT login as shops' clients sign it, against real Redis and a real database."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import html
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from joserfc import jwt
+from joserfc.jwk import OctKey
+from joserfc.jws import JWSRegistry
+
+from app import create_app
+from pps.ephemeral import nonce_key
+from pps.models import Client, User
+from pps.repository.sql import SqlRepository
+
+# -- signing as the shops do -------------------------------------------------------------
+
+
+def sign(
+    key: str,
+    claims: dict[str, Any],
+    *,
+    jti: str | None = None,
+    jti_in: str = "header",
+    header: dict[str, Any] | None = None,
+) -> str:
+    """A token signed by joserfc; ``jti`` goes in the header, the payload or both."""
+    hdr: dict[str, Any] = {"alg": "HS256", "typ": "JWT", **(header or {})}
+    payload = dict(claims)
+    if jti is not None and jti_in in ("header", "both"):
+        hdr["jti"] = jti
+    if jti is not None and jti_in in ("payload", "both"):
+        payload["jti"] = jti
+    registry = JWSRegistry(algorithms=[hdr["alg"]], strict_check_header=False)
+    return jwt.encode(hdr, payload, OctKey.import_key(key), registry=registry)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def craft(header: dict[str, Any], payload: dict[str, Any], key: str | None) -> str:
+    """Hand-made token for shapes joserfc refuses to produce (alg none)."""
+    h = _b64(json.dumps(header).encode())
+    p = _b64(json.dumps(payload).encode())
+    if key is None:
+        return f"{h}.{p}."
+    mac = hmac.new(key.encode(), f"{h}.{p}".encode(), hashlib.sha256).digest()
+    return f"{h}.{p}.{_b64(mac)}"
+
+
+def iat() -> float:
+    """lcobucci/jwt 4 writes iat as a float with microseconds."""
+    return round(time.time(), 6)
+
+
+def b64_url(url: str) -> str:
+    """An editor callback as shops encode it: standard base64 with padding, URL-encoded."""
+    return quote(base64.b64encode(url.encode()).decode(), safe="")
+
+
+def fresh_jti() -> str:
+    return uuid.uuid4().hex
+
+
+# -- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def user(repo: SqlRepository, tenant: Client) -> User:
+    return repo.create_user(tenant.identifier, {"first_name": "Ada"})
+
+
+@pytest.fixture
+def draft_hash(repo: SqlRepository, tenant: Client, user: User) -> str:
+    template = repo.create_template(
+        tenant.identifier,
+        name="Business card",
+        data_keys=["name", "email"],
+        custom_attributes={},
+        page_count=1,
+        spec={},
+    )
+    draft = repo.create_draft(
+        tenant.identifier,
+        user_identifier=user.identifier,
+        template_identifier=template.identifier,
+        intent="customize",
+        api_default_values={"name": "Ada Lovelace", "email": "ada@example.com"},
+        custom_attributes={},
+    )
+    assert draft is not None
+    return draft.draft_hash
+
+
+def login_claims(tenant: Client, user: User, **extra: Any) -> dict[str, Any]:
+    return {"client": tenant.identifier, "user": user.identifier, "iat": iat(), **extra}
+
+
+def set_cookie(response: Any) -> str:
+    return ";".join(response.headers.getlist("Set-Cookie"))
+
+
+def assert_error_page(response: Any, status: int) -> str:
+    """An HTML error page with the request id, and no session handed out."""
+    assert response.status_code == status
+    assert response.mimetype == "text/html"
+    body: str = response.get_data(as_text=True)
+    request_id = response.headers["X-Request-ID"]
+    assert request_id and request_id in body
+    assert "pps_session" not in set_cookie(response)
+    return body
+
+
+# -- the happy path ----------------------------------------------------------------------
+
+
+def test_login_redirects_sets_session_and_opens_editor(
+    client: FlaskClient, tenant: Client, user: User, draft_hash: str
+) -> None:
+    callback = "https://shop-a.example/checkout/cart?item=1&x=<y>"
+    redirect = f"http://localhost/editor/{draft_hash}/edit?callback={b64_url(callback)}&locale=de"
+    token = sign(tenant.api_key, login_claims(tenant, user, redirect=redirect), jti=fresh_jti())
+
+    response = client.get(f"/auth?jwt={token}")
+
+    assert response.status_code == 302
+    assert response.headers["Location"] == redirect
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    cookie = set_cookie(response)
+    assert "pps_session=" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=Lax" in cookie
+    assert "Secure" not in cookie  # base URL is http:// in tests
+    assert "Expires=" in cookie  # a permanent session with a lifetime
+
+    page = client.get(f"/editor/{draft_hash}/edit?callback={b64_url(callback)}&locale=de")
+    assert page.status_code == 200
+    text = page.get_data(as_text=True)
+    assert "Business card" in text
+    assert 'value="Ada Lovelace"' in text
+    assert 'value="ada@example.com"' in text
+    assert ">name</label>" in text and ">email</label>" in text
+    assert 'href="https://shop-a.example/checkout/cart?item=1&amp;x=&lt;y&gt;"' in text
+    assert '<html lang="de">' in text
+
+
+def test_relative_redirect_is_kept_relative(
+    client: FlaskClient, tenant: Client, user: User, draft_hash: str
+) -> None:
+    redirect = f"/editor/{draft_hash}"
+    token = sign(tenant.api_key, login_claims(tenant, user, redirect=redirect), jti=fresh_jti())
+    response = client.get("/auth", query_string={"jwt": token})
+    assert response.status_code == 302
+    assert response.headers["Location"] == redirect
+    assert client.get(redirect).status_code == 200
+
+
+def test_redirect_to_allowed_shop_origin(client: FlaskClient, tenant: Client, user: User) -> None:
+    redirect = "https://shop-a.example/account?tab=designs"
+    token = sign(tenant.api_key, login_claims(tenant, user, redirect=redirect), jti=fresh_jti())
+    response = client.get("/auth", query_string={"jwt": token})
+    assert response.status_code == 302
+    assert response.headers["Location"] == redirect
+
+
+def test_without_redirect_a_landing_page_says_logged_in(
+    client: FlaskClient, tenant: Client, user: User
+) -> None:
+    token = sign(tenant.api_key, login_claims(tenant, user), jti=fresh_jti())
+    response = client.get("/auth", query_string={"jwt": token})
+    assert response.status_code == 200
+    assert "logged in" in response.get_data(as_text=True)
+    assert "pps_session=" in set_cookie(response)
+    assert response.headers["Cache-Control"] == "no-store"
+    assert "default-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+@pytest.mark.parametrize("jti_in", ["header", "payload", "both"])
+def test_compat_token_shapes(client: FlaskClient, tenant: Client, user: User, jti_in: str) -> None:
+    """jti anywhere, float iat, no exp, no typ, an extra iss, or an exp 30 days away."""
+    claims = login_claims(tenant, user, iss="https://shop-a.example")
+    if jti_in == "both":
+        claims["exp"] = iat() + 30 * 24 * 3600
+    token = sign(tenant.api_key, claims, jti=fresh_jti(), jti_in=jti_in)
+    assert client.get("/auth", query_string={"jwt": token}).status_code == 200
+
+
+def test_login_renews_the_session(client: FlaskClient, tenant: Client, user: User) -> None:
+    with client.session_transaction() as sess:
+        sess["planted"] = "by an attacker"
+        sess["user"] = "someone-else"
+    token = sign(tenant.api_key, login_claims(tenant, user), jti=fresh_jti())
+    assert client.get("/auth", query_string={"jwt": token}).status_code == 200
+    with client.session_transaction() as sess:
+        assert "planted" not in sess
+        assert sess["user"] == user.identifier
+        assert sess["client"] == tenant.identifier
+        assert isinstance(sess["login_at"], int)
+
+
+# -- one use only ------------------------------------------------------------------------
+
+
+def test_replayed_token_is_refused_without_a_session(
+    app: Flask, tenant: Client, user: User, draft_hash: str
+) -> None:
+    token = sign(
+        tenant.api_key,
+        login_claims(tenant, user, redirect=f"/editor/{draft_hash}/edit"),
+        jti=fresh_jti(),
+    )
+    assert app.test_client().get("/auth", query_string={"jwt": token}).status_code == 302
+
+    second = app.test_client()
+    body = assert_error_page(second.get("/auth", query_string={"jwt": token}), 401)
+    assert "used already" in body
+    assert second.get(f"/editor/{draft_hash}/edit").status_code == 401
+
+
+def test_concurrent_uses_of_one_token_log_in_exactly_once(
+    app: Flask, tenant: Client, user: User, draft_hash: str
+) -> None:
+    token = sign(
+        tenant.api_key,
+        login_claims(tenant, user, redirect=f"/editor/{draft_hash}/edit"),
+        jti=fresh_jti(),
+    )
+    workers = 20
+    barrier = threading.Barrier(workers)
+    statuses: list[int] = []
+    cookies: list[bool] = []
+    lock = threading.Lock()
+
+    def use() -> None:
+        own_client = app.test_client()
+        barrier.wait()
+        response = own_client.get("/auth", query_string={"jwt": token})
+        with lock:
+            statuses.append(response.status_code)
+            cookies.append("pps_session=" in set_cookie(response))
+
+    threads = [threading.Thread(target=use) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert len(statuses) == workers
+    assert statuses.count(302) == 1
+    assert statuses.count(401) == workers - 1
+    assert cookies.count(True) == 1
+
+
+# -- refused tokens ----------------------------------------------------------------------
+
+
+def _forged(tenant: Client, other: Client, user: User) -> str:
+    return sign("x" * 48, login_claims(tenant, user), jti=fresh_jti())
+
+
+def _other_clients_key(tenant: Client, other: Client, user: User) -> str:
+    return sign(other.api_key, login_claims(tenant, user), jti=fresh_jti())
+
+
+def _expired(tenant: Client, other: Client, user: User) -> str:
+    claims = login_claims(tenant, user, exp=time.time() - 3600)
+    return sign(tenant.api_key, claims, jti=fresh_jti())
+
+
+def _not_yet_valid(tenant: Client, other: Client, user: User) -> str:
+    claims = login_claims(tenant, user, nbf=time.time() + 3600)
+    return sign(tenant.api_key, claims, jti=fresh_jti())
+
+
+def _alg_none(tenant: Client, other: Client, user: User) -> str:
+    return craft({"alg": "none", "jti": fresh_jti()}, login_claims(tenant, user), None)
+
+
+def _alg_hs512(tenant: Client, other: Client, user: User) -> str:
+    return sign(
+        tenant.api_key, login_claims(tenant, user), jti=fresh_jti(), header={"alg": "HS512"}
+    )
+
+
+def _missing_user(tenant: Client, other: Client, user: User) -> str:
+    return sign(tenant.api_key, {"client": tenant.identifier, "iat": iat()}, jti=fresh_jti())
+
+
+def _missing_jti(tenant: Client, other: Client, user: User) -> str:
+    return sign(tenant.api_key, login_claims(tenant, user))
+
+
+def _unknown_user(tenant: Client, other: Client, user: User) -> str:
+    claims = {"client": tenant.identifier, "user": "Nobody12", "iat": iat()}
+    return sign(tenant.api_key, claims, jti=fresh_jti())
+
+
+def _unknown_client(tenant: Client, other: Client, user: User) -> str:
+    claims = {"client": "Unknown1", "user": user.identifier, "iat": iat()}
+    return sign(tenant.api_key, claims, jti=fresh_jti())
+
+
+def _url_path_mismatch(tenant: Client, other: Client, user: User) -> str:
+    claims = login_claims(tenant, user, urlPath="/api-ext/files/draft/x/print")
+    return sign(tenant.api_key, claims, jti=fresh_jti())
+
+
+def _malformed(tenant: Client, other: Client, user: User) -> str:
+    return "not-a-jwt"
+
+
+REFUSED = {
+    "forged signature": (_forged, 401, "signature"),
+    "other client's key": (_other_clients_key, 401, "signature"),
+    "expired": (_expired, 401, "expired"),
+    "not yet valid": (_not_yet_valid, 401, "not valid before"),
+    "alg none": (_alg_none, 401, "HS256"),
+    "alg HS512": (_alg_hs512, 401, "HS256"),
+    "missing user": (_missing_user, 401, "'user'"),
+    "missing jti": (_missing_jti, 401, "jti"),
+    "unknown user": (_unknown_user, 401, "Nobody12"),
+    "unknown client": (_unknown_client, 401, "Unknown1"),
+    "urlPath mismatch": (_url_path_mismatch, 401, "urlPath"),
+    "malformed": (_malformed, 400, "segments"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_refused_tokens_show_an_error_page_and_log_nobody_in(
+    client: FlaskClient, tenant: Client, other_tenant: Client, user: User, case: str
+) -> None:
+    make, status, reason = REFUSED[case]
+    response = client.get("/auth", query_string={"jwt": make(tenant, other_tenant, user)})
+    body = assert_error_page(response, status)
+    assert reason in html.unescape(body)
+    assert response.headers["Cache-Control"] == "no-store"
+    with client.session_transaction() as sess:
+        assert "user" not in sess
+
+
+def test_user_of_another_client_is_refused(
+    client: FlaskClient, repo: SqlRepository, tenant: Client, other_tenant: Client
+) -> None:
+    stranger = repo.create_user(other_tenant.identifier, {})
+    claims = {"client": tenant.identifier, "user": stranger.identifier, "iat": iat()}
+    response = client.get("/auth", query_string={"jwt": sign(tenant.api_key, claims, jti="j1")})
+    assert_error_page(response, 401)
+
+
+def test_missing_jwt_parameter_is_a_400_page(client: FlaskClient) -> None:
+    body = assert_error_page(client.get("/auth"), 400)
+    assert "no token" in body
+    assert_error_page(client.get("/auth?jwt="), 400)
+
+
+def test_url_path_auth_is_accepted(client: FlaskClient, tenant: Client, user: User) -> None:
+    token = sign(tenant.api_key, login_claims(tenant, user, urlPath="/auth"), jti=fresh_jti())
+    assert client.get("/auth", query_string={"jwt": token}).status_code == 200
+
+
+def test_refused_token_does_not_burn_its_jti(
+    app: Flask, client: FlaskClient, tenant: Client, user: User
+) -> None:
+    """A failed check leaves the nonce unclaimed: a corrected token with the same jti works."""
+    jti = fresh_jti()
+    bad = {"client": tenant.identifier, "user": "Nobody12", "iat": iat()}
+    assert_error_page(
+        client.get("/auth", query_string={"jwt": sign(tenant.api_key, bad, jti=jti)}), 401
+    )
+    expired = login_claims(tenant, user, exp=time.time() - 3600)
+    assert_error_page(
+        client.get("/auth", query_string={"jwt": sign(tenant.api_key, expired, jti=jti)}), 401
+    )
+    good = sign(tenant.api_key, login_claims(tenant, user), jti=jti)
+    assert client.get("/auth", query_string={"jwt": good}).status_code == 200
+    # And now it is claimed, under the client's namespace.
+    assert app.extensions["pps"].ephemeral.claim(nonce_key(tenant.identifier, jti), 60) is False
+
+
+def test_same_jti_of_two_clients_are_independent(
+    client: FlaskClient, repo: SqlRepository, tenant: Client, other_tenant: Client, user: User
+) -> None:
+    other_user = repo.create_user(other_tenant.identifier, {})
+    jti = "shared-jti"
+    first = sign(tenant.api_key, login_claims(tenant, user), jti=jti)
+    second = sign(
+        other_tenant.api_key,
+        {"client": other_tenant.identifier, "user": other_user.identifier, "iat": iat()},
+        jti=jti,
+    )
+    assert client.get("/auth", query_string={"jwt": first}).status_code == 200
+    assert client.get("/auth", query_string={"jwt": second}).status_code == 200
+
+
+# -- open redirects ----------------------------------------------------------------------
+
+OPEN_REDIRECTS = [
+    "https://evil.example/",
+    "https://evil.example",
+    "//evil.example/path",
+    "///evil.example",
+    "/\\evil.example",
+    "\\\\evil.example",
+    "/\t/evil.example",
+    "https:evil.example",
+    "https:/evil.example",
+    "https://shop-a.example@evil.example/",
+    "https://shop-a.example.evil.example/",
+    "http://shop-a.example/",  # allowed origin is https only
+    "https://shop-a.example:8443/",
+    "javascript:alert(document.cookie)",
+    "JaVaScRiPt:alert(1)",
+    "data:text/html,<script>alert(1)</script>",
+    "ftp://shop-a.example/",
+    "evil.example",
+    " https://evil.example",
+    "https://evil.example\r\nSet-Cookie: x=y",
+    "",
+]
+
+
+@pytest.mark.parametrize("target", OPEN_REDIRECTS)
+def test_open_redirects_are_refused_and_do_not_burn_the_nonce(
+    client: FlaskClient, tenant: Client, user: User, target: str
+) -> None:
+    jti = fresh_jti()
+    token = sign(tenant.api_key, login_claims(tenant, user, redirect=target), jti=jti)
+    response = client.get("/auth", query_string={"jwt": token})
+    body = assert_error_page(response, 400)
+    assert "Location" not in response.headers
+    assert "refused" in body
+    # The page says where it could not go, escaped.
+    assert "<script>alert" not in body
+
+    corrected = sign(
+        tenant.api_key, login_claims(tenant, user, redirect="https://shop-a.example/"), jti=jti
+    )
+    assert client.get("/auth", query_string={"jwt": corrected}).status_code == 302
+
+
+# -- Redis down --------------------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def app_without_redis(app: Flask, app_config: dict[str, Any]) -> Iterator[Flask]:
+    """A second app on the same database whose Redis does not answer."""
+    broken = create_app({**app_config, "redis_url": f"redis://127.0.0.1:{_closed_port()}/0"})
+    yield broken
+    broken.extensions["pps"].close()
+
+
+def test_redis_down_is_503_and_nobody_is_logged_in(
+    app_without_redis: Flask, tenant: Client, user: User, draft_hash: str
+) -> None:
+    browser = app_without_redis.test_client()
+    token = sign(
+        tenant.api_key,
+        login_claims(tenant, user, redirect=f"/editor/{draft_hash}/edit"),
+        jti=fresh_jti(),
+    )
+    response = browser.get("/auth", query_string={"jwt": token})
+    assert_error_page(response, 503)
+    assert "Location" not in response.headers
+    assert browser.get(f"/editor/{draft_hash}/edit").status_code == 401
+
+
+def test_error_page_has_security_headers(client: FlaskClient) -> None:
+    response = client.get("/auth")
+    csp = response.headers["Content-Security-Policy"]
+    assert "default-src 'self'" in csp
+    assert "frame-ancestors 'none'" in csp
+    assert "unsafe-inline" not in csp
+    assert response.headers["X-Frame-Options"] == "DENY"
+    assert re.search(r"<style", response.get_data(as_text=True)) is None
+
+
+def test_head_probe_does_not_use_up_the_login(
+    client: FlaskClient, tenant: Client, user: User
+) -> None:
+    token = sign(tenant.api_key, login_claims(tenant, user), jti=fresh_jti())
+    probe = client.head("/auth", query_string={"jwt": token})
+    assert probe.status_code == 405
+    assert probe.headers["Allow"] == "GET"
+    assert "pps_session" not in set_cookie(probe)
+    assert client.get("/auth", query_string={"jwt": token}).status_code == 200
