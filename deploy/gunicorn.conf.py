@@ -1,0 +1,78 @@
+"""gunicorn settings for pps: ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``.
+
+Every value can be changed from the environment without editing this file:
+
+| variable | default | meaning |
+|---|---|---|
+| PPS_BIND | 127.0.0.1:8000 | address to listen on (comma-separated for several) |
+| PPS_WORKERS | 2 x CPUs + 1, at most 8 | worker processes |
+| PPS_THREADS | 4 | threads per worker |
+| PPS_TIMEOUT | 30 | seconds a request may take before its worker is restarted |
+| PPS_ACCESS_LOG | - (stdout) | access log file; empty for none |
+| PPS_FORWARDED_ALLOW_IPS | 127.0.0.1,::1 | proxies whose X-Forwarded-* headers are trusted |
+| PPS_LOG_LEVEL | info | gunicorn log level |
+
+The load benchmark runs pps and a hello-world app under this same file, so whatever is
+chosen here is what the ratios measure.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Each worker opens its own database pool and Redis connection: nothing may be shared
+# across fork, so the app is built in each worker, not in the arbiter.
+preload_app = False
+wsgi_app = "wsgi:app"
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the CPUs this process may use (containers)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+bind = [address.strip() for address in os.environ.get("PPS_BIND", "127.0.0.1:8000").split(",")]
+
+# gthread rather than sync: requests mostly wait on PostgreSQL, Redis or the disk, and a
+# few threads per worker overlap those waits at the cost of little memory. gthread also
+# keeps idle keep-alive connections from nginx in its poller instead of tying up a worker
+# (sync workers close every connection after one response). The cap keeps the number of
+# database connections (up to one per busy thread) well below PostgreSQL's default 100;
+# raise PPS_WORKERS on larger hosts or behind PgBouncer.
+worker_class = "gthread"
+workers = _int("PPS_WORKERS", min(2 * _cpus() + 1, 8))
+threads = _int("PPS_THREADS", 4)
+
+# nginx keeps upstream connections open for 4 s (deploy/nginx.conf); gunicorn waits a bit
+# longer so that it is always nginx that closes an idle connection, never a race.
+keepalive = 5
+timeout = _int("PPS_TIMEOUT", 30)
+graceful_timeout = 30
+# A heartbeat file on a RAM disk: a worker on a slow or busy disk is not mistaken for a
+# hung one (Docker's /tmp is often overlayfs). gunicorn creates it with mkstemp, so a
+# world-writable directory is safe here.
+_SHM = "/dev/shm"  # noqa: S108
+worker_tmp_dir = _SHM if os.path.isdir(_SHM) else None
+
+# nginx runs on the same host and sets X-Forwarded-Proto; only trust it from loopback.
+forwarded_allow_ips = os.environ.get("PPS_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+
+accesslog = os.environ.get("PPS_ACCESS_LOG", "-") or None
+errorlog = "-"
+loglevel = os.environ.get("PPS_LOG_LEVEL", "info")
+# Remote address as nginx saw it, duration in ms and nginx's request id to join both logs.
+access_log_format = (
+    '%({x-forwarded-for}i)s %(h)s "%(r)s" %(s)s %(b)s %(M)sms rid=%({x-request-id}i)s ua="%(a)s"'
+)
+
+# gunicorn 25+ opens a control socket under $HOME by default; two instances (pps and the
+# benchmark's baseline) would fight over it, and a hardened unit has no writable $HOME.
+control_socket_disable = True
+proc_name = "pps"

@@ -1,0 +1,483 @@
+"""Operator commands: ``pps ...`` and ``flask --app app pps ...``.
+
+Both entry points share one command tree. The commands are :class:`flask.cli.AppGroup`
+commands, so each runs inside an app context: under ``flask`` the app comes from
+``--app``, under the ``pps`` console script from :func:`app.create_app` (settings from the
+environment). Commands reach repository and storage through ``current_app.extensions``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import click
+import jwt
+import sqlalchemy as sa
+from flask import Flask, current_app
+from flask.cli import AppGroup, ScriptInfo
+
+from pps.models import Client, Draft, Template, User
+from pps.redirects import origin_of
+from pps.repository import DuplicateIdentifier
+from pps.repository.sql import upgrade_database
+from pps.services import Services
+from pps.settings import SettingsError
+from pps.template_files import (
+    TemplateFileError,
+    UnknownClient,
+    import_template,
+    load_template_file,
+)
+
+__all__ = ["main", "pps_group"]
+
+DEMO_CLIENT = "DemoShop"
+DEMO_CLIENT_NAME = "Demo shop"
+DEMO_TEMPLATE_FILE = (
+    Path(__file__).resolve().parent.parent / "examples" / "templates" / "demo-card.json"
+)
+DEMO_USER = {"first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.com"}
+DEMO_VALUES = {
+    "firstName": "Ada",
+    "lastName": "Lovelace",
+    "jobTitle": "Analyst",
+    "email": "ada@example.com",
+    "phone": "+44 20 7946 0000",
+}
+#: How long the printed demo login URL stays valid.
+DEMO_LOGIN_TTL = 24 * 3600
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_MAX_NAME = 200
+
+
+class PpsGroup(AppGroup):
+    """An :class:`AppGroup` that reports database failures as one readable line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (sa.exc.OperationalError, sa.exc.ProgrammingError) as exc:
+            # The usual causes: a wrong PPS_DATABASE_URL, or migrations not applied yet.
+            raise click.ClickException(
+                f"database error: {str(exc.orig).strip() or type(exc.orig).__name__}\n"
+                "Check PPS_DATABASE_URL and run 'pps db upgrade'."
+            ) from exc
+
+
+@click.group("pps", cls=PpsGroup)
+def pps_group() -> None:
+    """Operate pps: the database, clients, templates and demo data."""
+
+
+def main() -> None:
+    """The ``pps`` console script: the same commands, on an app built from the environment."""
+
+    def create_app() -> Flask:
+        from app import create_app as factory
+
+        try:
+            return factory()
+        except SettingsError as exc:  # a readable line instead of a traceback
+            raise click.ClickException(str(exc)) from None
+
+    pps_group.main(prog_name="pps", obj=ScriptInfo(create_app=create_app, set_debug_flag=False))
+
+
+def _services() -> Services:
+    services: Services = current_app.extensions["pps"]
+    return services
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2))
+
+
+def _timestamp(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    for row in (headers, *rows):
+        click.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+
+
+def _check_identifier(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> str | None:
+    # Identifiers end up in Redis keys and storage paths, so only a safe alphabet is allowed.
+    if value is not None and not _IDENTIFIER.fullmatch(value):
+        raise click.BadParameter("use 1 to 64 letters, digits, '-' or '_'")
+    return value
+
+
+def _check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise click.BadParameter("must not be empty")
+    if len(value) > _MAX_NAME:
+        raise click.BadParameter(f"must be at most {_MAX_NAME} characters")
+    return value
+
+
+def normalise_origin(value: str) -> str:
+    """``scheme://host[:port]`` of an http(s) origin, lowercased, default port dropped.
+
+    Raises :class:`ValueError` for anything that is not exactly an origin: a browser's
+    ``Origin`` header never has a path, query or user info, so neither may this.
+    """
+    origin = origin_of(value)
+    if origin is None:
+        raise ValueError("must be an http or https origin like https://shop.example[:port]")
+    parts = urlsplit(value)
+    if parts.path not in ("", "/") or "?" in value or "#" in value:
+        raise ValueError(f"must be an origin without a path, query or fragment, like {origin}")
+    return origin
+
+
+def _check_origins(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> tuple[str, ...]:
+    origins: list[str] = []
+    for value in values:
+        try:
+            origin = normalise_origin(value)
+        except ValueError as exc:
+            raise click.BadParameter(f"{value!r} {exc}") from None
+        if origin not in origins:
+            origins.append(origin)
+    return tuple(origins)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+# -- db ----------------------------------------------------------------------------------
+
+
+@pps_group.group("db")
+def db_group() -> None:
+    """The database schema."""
+
+
+@db_group.command("upgrade")
+@click.argument("revision", default="head")
+def db_upgrade(revision: str) -> None:
+    """Apply the migrations (to the newest revision unless REVISION is given)."""
+    url = _services().settings.resolved_database_url
+    upgrade_database(url, revision)
+    shown = sa.engine.make_url(url).render_as_string(hide_password=True)
+    click.echo(f"Database {shown} is at revision {revision}.")
+
+
+# -- clients -----------------------------------------------------------------------------
+
+
+@pps_group.group("client")
+def client_group() -> None:
+    """Clients: the shops that use pps, each with its API key."""
+
+
+def _client_json(client: Client) -> dict[str, Any]:
+    return {
+        "identifier": client.identifier,
+        "name": client.name,
+        "createdAt": _timestamp(client.created_at),
+        "allowedOrigins": list(client.allowed_origins),
+        "active": client.active,
+    }
+
+
+@client_group.command("create")
+@click.option("--name", required=True, callback=_check_name, help="Shown to operators.")
+@click.option(
+    "--identifier", callback=_check_identifier, help="Default: 8 random letters and digits."
+)
+@click.option(
+    "--allow-origin",
+    "allowed_origins",
+    multiple=True,
+    callback=_check_origins,
+    metavar="URL",
+    help="Origin (scheme://host[:port]) the shop's pages are served from. Repeatable.",
+)
+@json_option
+def client_create(
+    name: str, identifier: str | None, allowed_origins: tuple[str, ...], as_json: bool
+) -> None:
+    """Create a client and print its identifier and API key."""
+    try:
+        client = _services().repository.create_client(
+            name, identifier=identifier, allowed_origins=allowed_origins
+        )
+    except DuplicateIdentifier:
+        raise click.ClickException(
+            f"a client with identifier {identifier!r} exists already"
+        ) from None
+    if as_json:
+        _echo_json({"identifier": client.identifier, "apiKey": client.api_key})
+        return
+    click.echo(f"Created client {client.identifier} ({client.name}).")
+    click.echo(f"identifier: {client.identifier}")
+    click.echo(f"API key:    {client.api_key}")
+    click.echo("Keep the key secret: it signs the shop's login tokens.")
+
+
+@client_group.command("list")
+@json_option
+def client_list(as_json: bool) -> None:
+    """List every client (API keys are not shown; see 'rotate-key')."""
+    clients = _services().repository.list_clients()
+    if as_json:
+        _echo_json([_client_json(client) for client in clients])
+        return
+    rows = [
+        (
+            client.identifier + ("" if client.active else " (disabled)"),
+            client.name,
+            client.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            " ".join(client.allowed_origins) or "-",
+        )
+        for client in clients
+    ]
+    _table(("IDENTIFIER", "NAME", "CREATED", "ALLOWED ORIGINS"), rows)
+
+
+@client_group.command("rotate-key")
+@click.argument("identifier")
+@json_option
+def client_rotate_key(identifier: str, as_json: bool) -> None:
+    """Give a client a new API key; the old one stops working."""
+    client = _services().repository.rotate_api_key(identifier)
+    if client is None:
+        raise click.ClickException(f"no client {identifier!r}; see 'pps client list'")
+    if as_json:
+        _echo_json({"identifier": client.identifier, "apiKey": client.api_key})
+        return
+    click.echo(f"New API key of {client.identifier}: {client.api_key}")
+    ttl = _services().settings.client_cache_ttl
+    click.echo(f"The old key stops working within {ttl:g} s (PPS_CLIENT_CACHE_TTL).")
+
+
+# -- templates ---------------------------------------------------------------------------
+
+
+@pps_group.group("template")
+def template_group() -> None:
+    """Templates: the masters a shop's drafts are made from."""
+
+
+@template_group.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--client", "client_id", required=True, help="Identifier of the owning client.")
+@json_option
+def template_import(file: Path, client_id: str, as_json: bool) -> None:
+    """Import a template file (JSON; see pps/template_files.py) for a client.
+
+    Every problem in the file is reported with its path; nothing is imported then.
+    """
+    ctx = click.get_current_context()
+    try:
+        spec = load_template_file(file)
+    except TemplateFileError as exc:
+        click.echo(
+            f"Error: {exc.source} is not a valid template file; nothing was imported:", err=True
+        )
+        for error in exc.errors:
+            click.echo(f"  {error}", err=True)
+        ctx.exit(1)
+    services = _services()
+    try:
+        template = import_template(services.repository, services.storage, client_id, spec)
+    except (UnknownClient, DuplicateIdentifier) as exc:
+        raise click.ClickException(f"{exc}; nothing was imported") from None
+    if as_json:
+        _echo_json({"identifier": template.identifier})
+        return
+    click.echo(f"Imported template {template.identifier} ({template.name}) for client {client_id}.")
+
+
+def _template_json(template: Template) -> dict[str, Any]:
+    return {
+        "client": template.client_identifier,
+        "identifier": template.identifier,
+        "name": template.name,
+        "pageCount": template.page_count,
+        "dataKeys": list(template.data_keys),
+        "customAttributes": template.custom_attributes,
+        "hasPreview": template.preview_key is not None,
+        "updatedAt": _timestamp(template.updated_at),
+    }
+
+
+@template_group.command("list")
+@click.option("--client", "client_id", help="Only this client's templates.")
+@json_option
+def template_list(client_id: str | None, as_json: bool) -> None:
+    """List templates, of one client or of all."""
+    repository = _services().repository
+    if client_id is not None and repository.get_client(client_id) is None:
+        raise click.ClickException(f"no client {client_id!r}; see 'pps client list'")
+    templates = repository.list_templates(client_id).items
+    if as_json:
+        _echo_json([_template_json(template) for template in templates])
+        return
+    rows = [
+        (
+            template.client_identifier,
+            template.identifier,
+            template.name,
+            str(template.page_count),
+            ", ".join(template.data_keys) or "-",
+        )
+        for template in templates
+    ]
+    _table(("CLIENT", "IDENTIFIER", "NAME", "PAGES", "DATA KEYS"), rows)
+
+
+# -- demo --------------------------------------------------------------------------------
+
+
+@pps_group.command("demo")
+@click.option(
+    "--template",
+    "template_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=DEMO_TEMPLATE_FILE,
+    show_default=True,
+    help="Template file for the demo template.",
+)
+@json_option
+def demo(template_file: Path, as_json: bool) -> None:
+    """Make sure demo data exists and print a fresh, single-use login URL.
+
+    Creates (once) client DemoShop, the demo template, a user and a draft; running it again
+    reuses them. Each run prints a new login URL, since every login token works only once.
+    """
+    services = _services()
+    settings = services.settings
+    client = _demo_client(services)
+    template = _demo_template(services, client, template_file)
+    user, draft = _demo_user_and_draft(services, client, template)
+
+    now = int(time.time())
+    expires = now + DEMO_LOGIN_TTL
+    redirect = f"{settings.base_url}/editor/{draft.draft_hash}/edit"
+    token = jwt.encode(
+        {
+            "client": client.identifier,
+            "user": user.identifier,
+            "redirect": redirect,
+            "iat": now,
+            "exp": expires,
+        },
+        client.api_key,
+        algorithm="HS256",
+        # The reference product documents jti in the JOSE header; a fresh one per run.
+        headers={"jti": secrets.token_urlsafe(16)},
+    )
+    login_url = f"{settings.base_url}/auth?jwt={token}"
+    expires_at = _timestamp(datetime.fromtimestamp(expires, UTC))
+    if as_json:
+        _echo_json(
+            {
+                "client": client.identifier,
+                "apiKey": client.api_key,
+                "template": template.identifier,
+                "user": user.identifier,
+                "draft": draft.draft_hash,
+                "loginUrl": login_url,
+                "expiresAt": expires_at,
+            }
+        )
+        return
+    if not client.active:
+        click.echo(
+            f"Warning: client {client.identifier} is disabled; its key is refused.", err=True
+        )
+    click.echo("Demo data is ready (running 'pps demo' again reuses it):")
+    click.echo(f"  client    {client.identifier} ({client.name})")
+    click.echo(f"  API key   {client.api_key}")
+    click.echo(f"  template  {template.identifier} ({template.name})")
+    click.echo(f"  user      {user.identifier}")
+    click.echo(f"  draft     {draft.draft_hash}")
+    click.echo("")
+    click.echo(
+        f"Open this URL to log in as the demo user and edit the draft. It works ONCE and "
+        f"until {expires_at}; run 'pps demo' again for a fresh one:"
+    )
+    click.echo(f"  {login_url}")
+
+
+def _demo_client(services: Services) -> Client:
+    repository = services.repository
+    client = repository.get_client(DEMO_CLIENT)
+    if client is not None:
+        return client
+    # Settings guarantee an http(s) base URL; it may carry a path, an origin does not.
+    origin = origin_of(services.settings.base_url)
+    try:
+        return repository.create_client(
+            DEMO_CLIENT_NAME, identifier=DEMO_CLIENT, allowed_origins=[origin] if origin else []
+        )
+    except DuplicateIdentifier:  # another 'pps demo' got there first
+        client = repository.get_client(DEMO_CLIENT)
+        assert client is not None
+        return client
+
+
+def _demo_template(services: Services, client: Client, template_file: Path) -> Template:
+    try:
+        spec = load_template_file(template_file)
+    except TemplateFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    repository = services.repository
+    if spec.identifier is not None:
+        existing = repository.get_template(client.identifier, spec.identifier)
+        if existing is not None:
+            return existing
+    try:
+        return import_template(repository, services.storage, client.identifier, spec)
+    except DuplicateIdentifier:  # another 'pps demo' got there first
+        assert spec.identifier is not None
+        existing = repository.get_template(client.identifier, spec.identifier)
+        assert existing is not None
+        return existing
+
+
+def _demo_user_and_draft(
+    services: Services, client: Client, template: Template
+) -> tuple[User, Draft]:
+    repository = services.repository
+    for draft in repository.list_drafts(client.identifier, per_page=100).items:
+        if draft.template_identifier != template.identifier:
+            continue
+        user = repository.get_user(client.identifier, draft.user_identifier)
+        if user is not None:
+            return user, draft
+    user = repository.create_user(client.identifier, {**DEMO_USER, "locale": "en"})
+    values = {key: value for key, value in DEMO_VALUES.items() if key in template.data_keys}
+    new_draft = repository.create_draft(
+        client.identifier,
+        user_identifier=user.identifier,
+        template_identifier=template.identifier,
+        intent="customize",
+        api_default_values=values,
+        custom_attributes={"demo": True},
+    )
+    assert new_draft is not None
+    return user, new_draft

@@ -1,0 +1,422 @@
+"""The operator CLI: ``flask --app app pps ...`` through the test runner, and the real ``pps``."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import jwt
+import pytest
+from click.testing import Result
+from flask import Flask
+from flask.testing import FlaskCliRunner
+
+from pps.repository.sql import SqlRepository
+from pps.template_files import PNG_SIGNATURE, preview_key
+from pps.tokens import verify_token
+
+PNG = PNG_SIGNATURE + b"rest-of-a-png"
+
+
+@pytest.fixture
+def runner(app: Flask) -> FlaskCliRunner:
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def shop_a() -> str:
+    """A fresh client identifier: the PostgreSQL test database is shared by the whole run."""
+    return f"ShopA{secrets.token_hex(3)}"
+
+
+@pytest.fixture
+def shop_b() -> str:
+    return f"ShopB{secrets.token_hex(3)}"
+
+
+def client_count(repo: SqlRepository) -> int:
+    return len(repo.list_clients())
+
+
+def pps(runner: FlaskCliRunner, *args: str) -> Result:
+    return runner.invoke(args=["pps", *args])
+
+
+def ok_json(result: Result) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# -- db ----------------------------------------------------------------------------------
+
+
+def test_db_upgrade_is_idempotent(runner: FlaskCliRunner) -> None:
+    result = pps(runner, "db", "upgrade")
+    assert result.exit_code == 0, result.output
+    assert "is at revision head" in result.stdout
+
+
+def test_commands_on_an_unmigrated_database_say_what_to_do(tmp_path: Path) -> None:
+    from app import create_app
+
+    app = create_app(
+        {
+            "instance_path": tmp_path / "instance",
+            "database_url": f"sqlite:///{tmp_path / 'empty.sqlite3'}",
+            "secret_key": "test-secret-key-0123456789abcdef",
+        }
+    )
+    try:
+        result = app.test_cli_runner().invoke(args=["pps", "client", "list"])
+    finally:
+        app.extensions["pps"].close()
+    assert result.exit_code == 1
+    assert "run 'pps db upgrade'" in result.stderr
+
+
+# -- clients -----------------------------------------------------------------------------
+
+
+def test_client_create_prints_identifier_and_key(
+    runner: FlaskCliRunner, repo: SqlRepository
+) -> None:
+    result = pps(runner, "client", "create", "--name", "Shop A")
+    assert result.exit_code == 0, result.output
+    identifier = result.stdout.split("identifier: ")[1].split()[0]
+    client = repo.get_client(identifier)
+    assert client is not None
+    assert client.name == "Shop A"
+    assert f"identifier: {client.identifier}" in result.stdout
+    assert f"API key:    {client.api_key}" in result.stdout
+    assert len(client.api_key) >= 32
+
+
+def test_client_create_json(runner: FlaskCliRunner, repo: SqlRepository, shop_a: str) -> None:
+    out = ok_json(
+        pps(
+            runner,
+            "client",
+            "create",
+            "--name",
+            "Shop A",
+            "--identifier",
+            shop_a,
+            "--allow-origin",
+            "HTTPS://Shop.Example:443/",
+            "--allow-origin",
+            "http://localhost:3000",
+            "--allow-origin",
+            "https://shop.example",
+            "--json",
+        )
+    )
+    assert set(out) == {"identifier", "apiKey"}
+    assert out["identifier"] == shop_a
+    client = repo.get_client(shop_a)
+    assert client is not None
+    assert client.api_key == out["apiKey"]
+    assert client.allowed_origins == ("https://shop.example", "http://localhost:3000")
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://shop.example/path",
+        "https://shop.example/?q=1",
+        "https://shop.example#top",
+        "ftp://shop.example",
+        "shop.example",
+        "https://user@shop.example",
+        "https://shop.example:99999",
+        "https://",
+    ],
+)
+def test_client_create_refuses_bad_origin(
+    runner: FlaskCliRunner, repo: SqlRepository, origin: str
+) -> None:
+    before = client_count(repo)
+    result = pps(runner, "client", "create", "--name", "Shop", "--allow-origin", origin)
+    assert result.exit_code != 0
+    assert "--allow-origin" in result.stderr
+    assert client_count(repo) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--name", "  "], "--name"),
+        (["--name", "Shop", "--identifier", "has space"], "--identifier"),
+        (["--name", "Shop", "--identifier", "../x"], "--identifier"),
+    ],
+)
+def test_client_create_refuses_bad_values(
+    runner: FlaskCliRunner, repo: SqlRepository, args: list[str], message: str
+) -> None:
+    before = client_count(repo)
+    result = pps(runner, "client", "create", *args)
+    assert result.exit_code != 0
+    assert message in result.stderr
+    assert client_count(repo) == before
+
+
+def test_client_create_duplicate_identifier(
+    runner: FlaskCliRunner, repo: SqlRepository, shop_a: str
+) -> None:
+    repo.create_client("First", identifier=shop_a)
+    result = pps(runner, "client", "create", "--name", "Second", "--identifier", shop_a)
+    assert result.exit_code == 1
+    assert f"a client with identifier '{shop_a}' exists already" in result.stderr
+    assert repo.get_client(shop_a).name == "First"  # type: ignore[union-attr]
+
+
+def test_client_list(runner: FlaskCliRunner, repo: SqlRepository, shop_a: str, shop_b: str) -> None:
+    repo.create_client("Shop A", identifier=shop_a, allowed_origins=["https://a.example"])
+    repo.create_client("Shop B", identifier=shop_b)
+    result = pps(runner, "client", "list")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["IDENTIFIER", "NAME", "CREATED", "ALLOWED", "ORIGINS"]
+    [line_a] = [line for line in lines if line.startswith(shop_a)]
+    [line_b] = [line for line in lines if line.startswith(shop_b)]
+    assert line_a.endswith("https://a.example") and "Shop A" in line_a
+    assert line_b.endswith("-")
+    assert "api" not in result.stdout.lower().replace("allowed", "")
+
+    out = ok_json(pps(runner, "client", "list", "--json"))
+    mine = [c for c in out if c["identifier"] in (shop_a, shop_b)]
+    assert [c["identifier"] for c in mine] == [shop_a, shop_b]
+    assert mine[0]["allowedOrigins"] == ["https://a.example"]
+    assert mine[0]["createdAt"].endswith("Z")
+    assert all("apiKey" not in c for c in out)
+
+
+def test_client_rotate_key(runner: FlaskCliRunner, repo: SqlRepository, shop_a: str) -> None:
+    old = repo.create_client("Shop", identifier=shop_a)
+    out = ok_json(pps(runner, "client", "rotate-key", shop_a, "--json"))
+    assert out["identifier"] == shop_a
+    assert out["apiKey"] != old.api_key and len(out["apiKey"]) >= 32
+    assert repo.find_client_by_api_key(old.api_key) is None
+    assert repo.find_client_by_api_key(out["apiKey"]) is not None
+
+    result = pps(runner, "client", "rotate-key", shop_a)
+    assert result.exit_code == 0
+    new_key = repo.get_client(shop_a).api_key  # type: ignore[union-attr]
+    assert new_key in result.stdout
+
+
+def test_client_rotate_key_unknown(runner: FlaskCliRunner) -> None:
+    result = pps(runner, "client", "rotate-key", "nobody")
+    assert result.exit_code == 1
+    assert "no client 'nobody'" in result.stderr
+
+
+# -- templates ---------------------------------------------------------------------------
+
+
+def write_template(directory: Path, document: dict[str, Any]) -> Path:
+    (directory / "card.png").write_bytes(PNG)
+    path = directory / "card.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_template_import(
+    runner: FlaskCliRunner, app: Flask, repo: SqlRepository, tmp_path: Path, shop_a: str
+) -> None:
+    repo.create_client("Shop", identifier=shop_a)
+    path = write_template(
+        tmp_path,
+        {"name": "Card", "identifier": "Card1", "dataKeys": ["a"], "preview": "card.png"},
+    )
+    out = ok_json(pps(runner, "template", "import", str(path), "--client", shop_a, "--json"))
+    assert out == {"identifier": "Card1"}
+    template = repo.get_template(shop_a, "Card1")
+    assert template is not None
+    assert template.preview_key == preview_key(shop_a, "Card1")
+    assert app.extensions["pps"].storage.read(template.preview_key) == PNG
+
+    result = pps(runner, "template", "import", str(path), "--client", shop_a)
+    assert result.exit_code == 1
+    assert "template identifier 'Card1' is taken" in result.stderr
+
+
+def test_template_import_reports_every_error_and_imports_nothing(
+    runner: FlaskCliRunner, repo: SqlRepository, tmp_path: Path, shop_a: str
+) -> None:
+    repo.create_client("Shop", identifier=shop_a)
+    path = write_template(
+        tmp_path, {"dataKeys": ["a", "a", ""], "pageCount": 0, "preview": "../card.png"}
+    )
+    result = pps(runner, "template", "import", str(path), "--client", shop_a)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    for line in [
+        "name: is required",
+        "dataKeys[1]: duplicates dataKeys[0] ('a')",
+        'dataKeys[2]: must be a non-empty string, got ""',
+        "pageCount: must be a whole number of at least 1, got 0",
+        "preview: '../card.png' lies outside the template file's directory",
+    ]:
+        assert f"  {line}\n" in result.stderr
+    assert repo.list_templates(shop_a).items == []
+
+
+def test_template_import_unknown_client(
+    runner: FlaskCliRunner, app: Flask, repo: SqlRepository, tmp_path: Path
+) -> None:
+    path = write_template(tmp_path, {"name": "Card", "preview": "card.png"})
+    before = repo.list_templates(None).total
+    result = pps(runner, "template", "import", str(path), "--client", "nobody")
+    assert result.exit_code == 1
+    assert "no client 'nobody'" in result.stderr
+    assert repo.list_templates(None).total == before
+    assert not (app.extensions["pps"].settings.resolved_files_dir / "templates" / "nobody").exists()
+
+
+def test_template_list(
+    runner: FlaskCliRunner, repo: SqlRepository, shop_a: str, shop_b: str
+) -> None:
+    for client in (shop_a, shop_b):
+        repo.create_client(client, identifier=client)
+        repo.create_template(
+            client,
+            name=f"Card of {client}",
+            data_keys=["a", "b"],
+            custom_attributes={},
+            page_count=2,
+            spec={},
+            identifier="Card1",
+        )
+    out = ok_json(pps(runner, "template", "list", "--json"))
+    assert [(t["client"], t["identifier"]) for t in out if t["client"] in (shop_a, shop_b)] == [
+        (shop_a, "Card1"),
+        (shop_b, "Card1"),
+    ]
+    out = ok_json(pps(runner, "template", "list", "--client", shop_b, "--json"))
+    assert [t["name"] for t in out] == [f"Card of {shop_b}"]
+    assert out[0]["dataKeys"] == ["a", "b"] and out[0]["pageCount"] == 2
+
+    result = pps(runner, "template", "list", "--client", shop_a)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[1].split() == [
+        shop_a,
+        "Card1",
+        "Card",
+        "of",
+        shop_a,
+        "2",
+        "a,",
+        "b",
+    ]
+
+    result = pps(runner, "template", "list", "--client", "nobody")
+    assert result.exit_code == 1
+
+
+# -- demo --------------------------------------------------------------------------------
+
+
+def test_demo_is_idempotent_and_prints_a_fresh_login_each_time(
+    runner: FlaskCliRunner, app: Flask, repo: SqlRepository
+) -> None:
+    first = ok_json(pps(runner, "demo", "--json"))
+    second = ok_json(pps(runner, "demo", "--json"))
+    for key in ("client", "apiKey", "template", "user", "draft"):
+        assert first[key] == second[key]
+    assert first["loginUrl"] != second["loginUrl"]
+    assert [c.identifier for c in repo.list_clients() if c.name == "Demo shop"] == ["DemoShop"]
+    assert len(repo.list_templates("DemoShop").items) == 1
+    assert repo.list_drafts("DemoShop").total == 1
+
+    client = repo.get_client("DemoShop")
+    assert client is not None and client.name == "Demo shop"
+    assert client.allowed_origins == ("http://localhost",)  # the origin of base_url
+    template = repo.get_template("DemoShop", first["template"])
+    assert template is not None and template.preview_key is not None
+    assert app.extensions["pps"].storage.read(template.preview_key).startswith(PNG_SIGNATURE)
+    draft = repo.get_draft("DemoShop", first["draft"])
+    assert draft is not None and draft.user_identifier == first["user"]
+    assert draft.api_default_values["firstName"] == "Ada"
+
+    url = urlsplit(second["loginUrl"])
+    assert f"{url.scheme}://{url.netloc}{url.path}" == "http://localhost/auth"
+    token = parse_qs(url.query)["jwt"][0]
+    assert jwt.get_unverified_header(token)["jti"]
+    verified = verify_token(token, lambda _client: first["apiKey"])
+    assert verified.client == "DemoShop"
+    assert verified.user == first["user"]
+    assert verified.redirect == f"http://localhost/editor/{first['draft']}/edit"
+    assert verified.exp is not None and 86000 < verified.exp - time.time() <= 86400
+
+
+def test_demo_login_url_logs_in_once(runner: FlaskCliRunner, app: Flask) -> None:
+    out = ok_json(pps(runner, "demo", "--json"))
+    url = urlsplit(out["loginUrl"])
+    browser = app.test_client()
+    response = browser.get(f"{url.path}?{url.query}")
+    assert response.status_code == 302
+    assert response.headers["Location"].endswith(f"/editor/{out['draft']}/edit")
+    again = app.test_client().get(f"{url.path}?{url.query}")
+    assert again.status_code != 302
+
+
+def test_demo_human_output(runner: FlaskCliRunner) -> None:
+    result = pps(runner, "demo")
+    assert result.exit_code == 0, result.output
+    assert "client    DemoShop (Demo shop)" in result.stdout
+    assert "http://localhost/auth?jwt=" in result.stdout
+    assert "works ONCE" in result.stdout
+
+
+# -- the console script ------------------------------------------------------------------
+
+
+def pps_script() -> str:
+    beside = Path(sys.executable).parent / "pps"
+    found = str(beside) if beside.exists() else shutil.which("pps")
+    if found is None:
+        pytest.fail("the 'pps' console script is not installed: pip install -e '.[dev]'")
+    return found
+
+
+@pytest.mark.slow
+def test_console_script_end_to_end(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+    env.update(
+        PPS_INSTANCE_PATH=str(tmp_path / "instance"),
+        PPS_DEVELOPMENT="1",
+        PPS_BASE_URL="http://127.0.0.1:8123",
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [pps_script(), *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+
+    upgraded = run("db", "upgrade")
+    assert upgraded.returncode == 0, upgraded.stderr
+    # Development mode generated a secret key into the instance folder.
+    assert (tmp_path / "instance" / "secret_key").exists()
+
+    created = run("client", "create", "--name", "Shop", "--json")
+    assert created.returncode == 0, created.stderr
+    assert len(json.loads(created.stdout)["apiKey"]) >= 32
+
+    refused = run("client", "create", "--name", "Shop", "--allow-origin", "https://x.example/a")
+    assert refused.returncode != 0
+    assert "--allow-origin" in refused.stderr
+
+    demo = run("demo")
+    assert demo.returncode == 0, demo.stderr
+    assert "http://127.0.0.1:8123/auth?jwt=" in demo.stdout
+
+    listed = run("client", "list", "--json")
+    assert sorted(c["name"] for c in json.loads(listed.stdout)) == ["Demo shop", "Shop"]
