@@ -1,0 +1,465 @@
+"""Load benchmark: pps under gunicorn against a Flask hello-world under the same config.
+
+    .venv/bin/python bench/load.py [-t 2] [-c 16] [-d 10] [--warmup 2] [--scenario auth ...]
+
+Both apps run under ``deploy/gunicorn.conf.py`` on 127.0.0.1; pps with a spawned
+redis-server and a fresh, migrated SQLite database. ``wrk`` drives one scenario at a time,
+after a short warm-up, through one Lua script (bench/wrk/scenario.lua) that counts every
+status other than the one expected, so an error page can never pass for a fast answer:
+
+  hello  GET /                                           (the baseline, expects 200)
+  auth   GET /auth?jwt=<fresh token every request>       (expects 302)
+  file   GET /api-ext/files/draft/<hash>/print?jwt=...   (reusable token, expects 302)
+  user   POST /api-ext/user with the bearer key          (expects 201)
+
+Prints requests/s, p99 latency and both as ratios to hello-world of the same run, and
+writes the whole result as JSON to bench/results/. Exit status 1 when a run saw unexpected
+statuses, socket errors or ran out of tokens; with --check also 3 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.error import HTTPError
+
+import benchlib
+from benchlib import BENCH, BIN, GUNICORN_CONF, ROOT
+
+LUA = BENCH / "wrk" / "scenario.lua"
+RESULTS = BENCH / "results"
+SCENARIOS = ("hello", "auth", "file", "user")
+#: Minimum requests/s as a share of hello-world's, from the issue.
+TARGETS = {"auth": 0.70, "file": 0.70}
+EXPECTED = {"hello": 200, "auth": 302, "file": 302, "user": 201}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-t", "--threads", type=int, default=2, help="wrk threads (2)")
+    parser.add_argument("-c", "--connections", type=int, default=16, help="wrk connections (16)")
+    parser.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (10)")
+    parser.add_argument("--warmup", type=int, default=2, help="warm-up seconds per run (2)")
+    parser.add_argument("--timeout", type=int, default=5, help="wrk request timeout, s (5)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="override the config's worker count (for both apps alike); default: the config's",
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        choices=[s for s in SCENARIOS if s != "hello"],
+        help="run only these (repeatable); hello-world always runs as the baseline",
+    )
+    parser.add_argument(
+        "--token-factor",
+        type=float,
+        default=3.0,
+        help="login tokens = factor x hello-world req/s x duration (3.0)",
+    )
+    parser.add_argument(
+        "--gunicorn-config",
+        type=Path,
+        default=GUNICORN_CONF,
+        help="gunicorn config for both apps (default: deploy/gunicorn.conf.py)",
+    )
+    parser.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    return parser.parse_args(argv)
+
+
+def require_tools(config: Path) -> str:
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit(
+            "wrk is not installed. On Debian/Ubuntu: apt-get install -y wrk "
+            "(elsewhere: https://github.com/wg/wrk)."
+        )
+    if not config.exists():
+        raise SystemExit(f"{config} is missing")
+    if not (BIN / "gunicorn").exists():
+        raise SystemExit(f"run with the project's virtualenv: {BIN / 'gunicorn'} is missing")
+    return wrk
+
+
+# -- HTTP helpers (urllib; redirects are answers here, not something to follow) -----------
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def http(
+    method: str, url: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with _OPENER.open(request, timeout=30) as response:
+            return response.status, response.read()
+    except HTTPError as exc:
+        return exc.code, exc.read()
+
+
+# -- the apps under test -----------------------------------------------------------------
+
+
+class Pps:
+    """pps set up as an operator would: migrated, one client, template, user and draft."""
+
+    def __init__(self, workdir: Path, redis_url: str) -> None:
+        self.port = benchlib.free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.instance = workdir / "instance"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+        env.update(
+            PPS_BIND=f"127.0.0.1:{self.port}",
+            PPS_BASE_URL=self.base_url,
+            PPS_SECRET_KEY=benchlib.SECRET_KEY,
+            PPS_INSTANCE_PATH=str(self.instance),
+            PPS_DATABASE_URL=f"sqlite:///{workdir / 'pps.sqlite3'}",
+            PPS_REDIS_URL=redis_url,
+        )
+        self.env = env
+        self.workdir = workdir
+
+    def cli(self, *args: str) -> Any:
+        done = subprocess.run(
+            [str(BIN / "pps"), *args],
+            env=self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"pps {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+        return json.loads(done.stdout) if "--json" in args else done.stdout
+
+    def prepare_database(self) -> None:
+        self.cli("db", "upgrade")
+        created = self.cli("client", "create", "--name", "Bench shop", "--json")
+        self.client, self.api_key = created["identifier"], created["apiKey"]
+        (self.workdir / "preview.png").write_bytes(benchlib.png_bytes())
+        template_file = self.workdir / "card.json"
+        template_file.write_text(
+            json.dumps({"name": "Card", "dataKeys": benchlib.DATA_KEYS, "preview": "preview.png"})
+        )
+        imported = self.cli(
+            "template", "import", str(template_file), "--client", self.client, "--json"
+        )
+        self.template = imported["identifier"]
+
+    def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {self.api_key}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(body).encode()
+        status, raw = http(method, self.base_url + path, body=data, headers=headers)
+        if status >= 300:
+            raise SystemExit(f"{method} {path} answered {status}: {raw[:300]!r}")
+        return json.loads(raw)
+
+    def prepare_data(self) -> None:
+        """A user and a draft over the API; the draft's print file put where pps looks."""
+        self.user = self.api("POST", "/api-ext/user", {})["data"]["identifier"]
+        draft = self.api(
+            "POST",
+            "/api-ext/draft",
+            {"templateIdentifier": self.template, "userIdentifier": self.user},
+        )["data"]
+        self.draft_hash = draft["draftHash"]
+        from pps.file_keys import draft_file_key
+        from pps.storage import open_storage
+
+        key = draft_file_key(self.client, self.draft_hash, draft["variant"]["version"], "print")
+        open_storage(self.instance / "files").put(key, benchlib.PRINT_PDF)
+        self.redirect = benchlib.editor_url(self.base_url, self.draft_hash)
+        self.file_path = f"/api-ext/files/draft/{self.draft_hash}/print"
+        self.file_token = benchlib.file_token(self.api_key, self.client, self.file_path)
+
+    def login_token(self, jti: str) -> str:
+        return benchlib.login_token(self.api_key, self.client, self.user, self.redirect, jti)
+
+    def smoke_test(self) -> None:
+        """One request of each scenario by hand: a broken setup fails here, not silently."""
+        checks = {
+            "auth": http("GET", f"{self.base_url}/auth?jwt={self.login_token(uuid.uuid4().hex)}"),
+            "file": http("GET", f"{self.base_url}{self.file_path}?jwt={self.file_token}"),
+        }
+        for name, (status, body) in checks.items():
+            if status != EXPECTED[name]:
+                raise SystemExit(f"{name}: expected {EXPECTED[name]}, got {status}: {body[:300]!r}")
+
+
+def gunicorn_args(opts: argparse.Namespace, app: str, *extra: str) -> list[str]:
+    args = [str(BIN / "gunicorn"), "-c", str(opts.gunicorn_config.resolve()), *extra]
+    if opts.workers is not None:
+        args += ["--workers", str(opts.workers)]
+    return [*args, app]
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    try:
+        benchlib.wait_for_port(port, proc)
+    except RuntimeError as exc:
+        raise SystemExit(f"{exc}\n--- {log} ---\n{log.read_text()[-3000:]}") from None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the port opens before the workers have booted
+        try:
+            status, _ = http("GET", url)
+            if status < 500:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"{url} did not answer\n--- {log} ---\n{log.read_text()[-3000:]}")
+
+
+def booted_workers(log: Path) -> int:
+    return log.read_text(errors="replace").count("Booting worker")
+
+
+# -- wrk ---------------------------------------------------------------------------------
+
+
+def run_wrk(
+    wrk: str, opts: argparse.Namespace, url: str, seconds: int, lua_args: list[str]
+) -> dict[str, Any]:
+    command = [
+        wrk,
+        "-t",
+        str(opts.threads),
+        "-c",
+        str(opts.connections),
+        "-d",
+        f"{seconds}s",
+        "--timeout",
+        f"{opts.timeout}s",
+        "-s",
+        str(LUA),
+        url,
+        "--",
+        *lua_args,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PPS_RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    result: dict[str, Any] = json.loads(lines[-1].removeprefix("PPS_RESULT "))
+    result["wrk_output"] = done.stdout.replace(lines[-1], "").strip()
+    return result
+
+
+def write_tokens(pps: Pps, prefix: Path, count: int, threads: int, tag: str) -> None:
+    """``count`` login tokens with unique jti, dealt round-robin into one file per thread."""
+    files = [open(f"{prefix}{index}.txt", "w") for index in range(threads)]  # noqa: SIM115
+    try:
+        for number in range(count):
+            files[number % threads].write(pps.login_token(f"{tag}-{number}") + "\n")
+    finally:
+        for handle in files:
+            handle.close()
+
+
+def scenario_args(
+    name: str, pps: Pps, workdir: Path, opts: argparse.Namespace, tokens: int, tag: str
+) -> tuple[str, list[str]]:
+    """(URL, Lua arguments) of one run of ``name``."""
+    expected = f"expected={EXPECTED[name]}"
+    if name == "auth":
+        prefix = workdir / f"tokens-{tag}-"
+        write_tokens(pps, prefix, tokens, opts.threads, f"{tag}-{uuid.uuid4().hex[:8]}")
+        return f"{pps.base_url}/auth", [expected, "path=/auth?jwt=", f"tokens={prefix}"]
+    if name == "file":
+        return f"{pps.base_url}{pps.file_path}?jwt={pps.file_token}", [expected]
+    if name == "user":
+        return f"{pps.base_url}/api-ext/user", [
+            expected,
+            "method=POST",
+            f"header=Authorization: Bearer {pps.api_key}",
+            "header=Accept: application/json",
+            "header=Content-Type: application/json",
+            "body={}",
+        ]
+    raise ValueError(name)
+
+
+def summarise(name: str, raw: dict[str, Any], baseline: dict[str, Any] | None) -> dict[str, Any]:
+    seconds = raw["duration_us"] / 1e6
+    rps = raw["requests"] / seconds if seconds else 0.0
+    p99_ms = raw["latency_us"]["p99"] / 1000
+    socket_errors = sum(raw["socket_errors"].values())
+    result = {
+        "scenario": name,
+        "rps": rps,
+        "p99_ms": p99_ms,
+        "p50_ms": raw["latency_us"]["p50"] / 1000,
+        "expected_status": raw["expected_status"],
+        "unexpected_statuses": raw["unexpected"],
+        "first_unexpected_status": raw["first_unexpected"] or None,
+        "socket_errors": socket_errors,
+        "tokens_exhausted": raw["exhausted"],
+        "valid": raw["unexpected"] == 0 and socket_errors == 0 and raw["exhausted"] == 0,
+        "raw": raw,
+    }
+    if baseline is not None:
+        result["rps_ratio"] = rps / baseline["rps"] if baseline["rps"] else None
+        result["p99_ratio"] = p99_ms / baseline["p99_ms"] if baseline["p99_ms"] else None
+    target = TARGETS.get(name)
+    if target is not None:
+        result["target_rps_ratio"] = target
+        result["meets_target"] = (result.get("rps_ratio") or 0.0) >= target
+    return result
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    header = (
+        f"{'scenario':<8} {'req/s':>9} {'p99 ms':>8} {'rps ratio':>10} {'p99 ratio':>10} "
+        f"{'unexpected':>10}  target"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in results:
+        target = row.get("target_rps_ratio")
+        verdict = ""
+        if target is not None:
+            verdict = f">= {target:.2f}  {'met' if row['meets_target'] else 'MISSED'}"
+        bad = row["unexpected_statuses"] + row["socket_errors"] + row["tokens_exhausted"]
+        flag = "" if row["valid"] else f" (status {row['first_unexpected_status']})"
+        print(
+            f"{row['scenario']:<8} {row['rps']:>9.1f} {row['p99_ms']:>8.2f} "
+            f"{row.get('rps_ratio', 1.0):>10.2f} {row.get('p99_ratio', 1.0):>10.2f} "
+            f"{bad:>10}  {verdict}{flag}"
+        )
+
+
+def git_revision() -> str | None:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    wrk = require_tools(opts.gunicorn_config)
+    scenarios = ["hello", *(opts.scenario or [s for s in SCENARIOS if s != "hello"])]
+    with ExitStack() as stack:
+        workdir = Path(tempfile.mkdtemp(prefix="pps-bench-"))
+        if not opts.keep:
+            stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+        redis_url = stack.enter_context(benchlib.redis_server(workdir))
+
+        pps = Pps(workdir, redis_url)
+        pps.prepare_database()
+        hello_port = benchlib.free_port()
+        hello_env = {**pps.env, "PPS_BIND": f"127.0.0.1:{hello_port}"}
+        logs = {"pps": workdir / "gunicorn-pps.log", "hello": workdir / "gunicorn-hello.log"}
+        pps_proc = stack.enter_context(
+            benchlib.spawned(gunicorn_args(opts, "wsgi:app"), log=logs["pps"], env=pps.env)
+        )
+        hello_proc = stack.enter_context(
+            benchlib.spawned(
+                gunicorn_args(opts, "hello:app", "--pythonpath", str(BENCH)),
+                log=logs["hello"],
+                env=hello_env,
+            )
+        )
+        wait_ready(f"{pps.base_url}/", pps_proc, pps.port, logs["pps"])
+        hello_url = f"http://127.0.0.1:{hello_port}/"
+        wait_ready(hello_url, hello_proc, hello_port, logs["hello"])
+        pps.prepare_data()
+        pps.smoke_test()
+        workers = {name: booted_workers(log) for name, log in logs.items()}
+        print(
+            f"pps {pps.base_url} and hello-world {hello_url} under {opts.gunicorn_config}, "
+            f"workers {workers}; wrk -t{opts.threads} -c{opts.connections} -d{opts.duration}s "
+            f"(warm-up {opts.warmup}s), {os.cpu_count()} CPUs",
+            flush=True,
+        )
+
+        results: list[dict[str, Any]] = []
+        baseline: dict[str, Any] | None = None
+        for name in scenarios:
+            print(f"  running {name} ...", flush=True)
+            if name == "hello":
+                url, lua_args = hello_url, [f"expected={EXPECTED['hello']}"]
+                if opts.warmup:
+                    run_wrk(wrk, opts, url, opts.warmup, lua_args)
+                raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
+                baseline = summarise(name, raw, None)
+                results.append(baseline)
+                continue
+            assert baseline is not None
+            # Every /auth request spends a token: deal out more than this run can use.
+            per_second = max(baseline["rps"], 1000.0) * opts.token_factor
+            if opts.warmup:
+                tokens = math.ceil(per_second * opts.warmup)
+                url, lua_args = scenario_args(name, pps, workdir, opts, tokens, "warmup")
+                run_wrk(wrk, opts, url, opts.warmup, lua_args)
+            tokens = math.ceil(per_second * opts.duration)
+            url, lua_args = scenario_args(name, pps, workdir, opts, tokens, "run")
+            raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
+            if name == "auth":
+                raw["tokens_dealt"] = tokens
+            results.append(summarise(name, raw, baseline))
+
+    print()
+    print_table(results)
+    report = {
+        "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git": git_revision(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+        },
+        "wrk": {
+            "threads": opts.threads,
+            "connections": opts.connections,
+            "duration_s": opts.duration,
+            "warmup_s": opts.warmup,
+        },
+        "gunicorn": {"config": str(opts.gunicorn_config), "workers": workers},
+        "results": results,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"load-{report['when'].replace(':', '')}.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / "latest.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwritten to {path.relative_to(ROOT)}")
+
+    if not all(row["valid"] for row in results):
+        print("INVALID: some runs saw unexpected statuses, socket errors or ran out of tokens")
+        return 1
+    if opts.check and not all(row.get("meets_target", True) for row in results):
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,493 @@
+"""The whole flow over real HTTP: gunicorn with the deploy config, 2 workers, a real Redis.
+
+Set up the way an operator does (``pps db upgrade``, ``pps client create``, ``pps template
+import``), then driven the way shops drive it: the API with a bearer key, login tokens signed
+by another JOSE library (joserfc, not the PyJWT pps uses), redirects inspected, never
+followed automatically. Runs on SQLite, and on PostgreSQL when PPS_TEST_DATABASE_URL is set.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import secrets
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+import pytest
+from conftest import TEST_SECRET_KEY, free_port, wait_for_port
+from joserfc import jwt
+from joserfc.jwk import OctKey
+from joserfc.jws import JWSRegistry
+
+from pps.file_keys import draft_file_key
+from pps.storage import open_storage
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
+DATA_KEYS = ["firstName", "lastName", "email"]
+CUSTOM_ATTRIBUTES = {"format": "A6", "paper": "matte"}
+SHOP_CALLBACK = "https://shop-a.example/checkout/cart/add?product=42&qty=1"
+# lcobucci/jwt writes `jti` into the header; joserfc only signs it with a lenient registry.
+LENIENT = JWSRegistry(strict_check_header=False)
+
+
+def png_bytes(width: int = 4, height: int = 3) -> bytes:
+    """A real (tiny, grey) PNG, built with zlib and struct only."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+PREVIEW_PNG = png_bytes()
+PRINT_PDF = b"%PDF-1.4\n% a stand-in print file for the file endpoint\n%%EOF\n"
+
+
+# -- HTTP without magic ------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
+
+def call(
+    port: int,
+    method: str,
+    path: str,
+    *,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    """One request on its own connection; redirects are returned, not followed."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return Reply(response.status, response.headers, response.read())
+    finally:
+        conn.close()
+
+
+def local_path(location: str, base_url: str) -> str:
+    """The path and query of a Location on this server (absolute or relative)."""
+    if location.startswith("/"):
+        return location
+    assert location.startswith(base_url + "/"), location
+    parts = urlsplit(location)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+# -- the server --------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    port: int
+    base_url: str
+    env: dict[str, str]
+    instance: Path
+    log: Path
+
+    def pps(self, *args: str) -> Any:
+        """Run the ``pps`` console script against this server's settings; parse its JSON."""
+        done = subprocess.run(
+            [str(BIN / "pps"), *args],
+            env=self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"pps {' '.join(args)} failed:\n{done.stdout}{done.stderr}"
+        return json.loads(done.stdout) if "--json" in args else done.stdout
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Reply:
+        return call(self.port, method, path, **kwargs)
+
+
+def _server_env(port: int, instance: Path, database_url: str, redis_url: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
+    env.update(
+        PPS_BIND=f"127.0.0.1:{port}",
+        PPS_BASE_URL=f"http://127.0.0.1:{port}",
+        PPS_SECRET_KEY=TEST_SECRET_KEY,
+        PPS_INSTANCE_PATH=str(instance),
+        PPS_DATABASE_URL=database_url,
+        PPS_REDIS_URL=redis_url,
+    )
+    return env
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Graceful stop (gunicorn drains its workers on SIGTERM), then the hard way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            # start_new_session made the master the leader of its own group: its workers.
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def server(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    redis_server: tuple[str, bool],
+) -> Iterator[Server]:
+    if not GUNICORN_CONF.exists():
+        pytest.fail(f"{GUNICORN_CONF.relative_to(ROOT)} is missing")
+    tmp = tmp_path_factory.mktemp(f"e2e-{request.param}")
+    if request.param == "postgresql":
+        if not os.environ.get("PPS_TEST_DATABASE_URL") and not os.environ.get("CI"):
+            pytest.skip("PostgreSQL tests run when PPS_TEST_DATABASE_URL is set")
+        database_url = str(request.getfixturevalue("postgres_url"))
+    else:
+        database_url = f"sqlite:///{tmp / 'pps.sqlite3'}"
+    port = free_port()
+    srv = Server(
+        port=port,
+        base_url=f"http://127.0.0.1:{port}",
+        env=_server_env(port, tmp / "instance", database_url, redis_server[0]),
+        instance=tmp / "instance",
+        log=tmp / "gunicorn.log",
+    )
+    srv.pps("db", "upgrade")
+    with srv.log.open("wb") as log:
+        proc = subprocess.Popen(
+            [str(BIN / "gunicorn"), "-c", str(GUNICORN_CONF), "--workers", "2", "wsgi:app"],
+            env=srv.env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        try:
+            wait_for_port(port, timeout=30)
+        except RuntimeError:
+            _stop(proc)
+            pytest.fail(f"gunicorn did not start:\n{srv.log.read_text()}")
+        yield srv
+    finally:
+        _stop(proc)
+    assert proc.returncode == 0, f"gunicorn exited with {proc.returncode}:\n{srv.log.read_text()}"
+
+
+# -- the shop's setup --------------------------------------------------------------------
+
+
+@dataclass
+class Shop:
+    server: Server
+    client: str
+    api_key: str
+    template: str
+    user: str
+    draft_hash: str
+
+    def api(self, method: str, path: str, *, body: bytes | None = None, **headers: str) -> Reply:
+        sent = {"Authorization": f"Bearer {self.api_key}", "Accept": "application/json"}
+        sent.update({name.replace("_", "-"): value for name, value in headers.items()})
+        return self.server.call(method, path, body=body, headers=sent)
+
+    def sign(self, claims: dict[str, Any], header: dict[str, Any] | None = None) -> str:
+        """HS256 over the API key's UTF-8 bytes, as the shops' JOSE libraries do."""
+        return jwt.encode(
+            {"typ": "JWT", "alg": "HS256", **(header or {})},
+            claims,
+            OctKey.import_key(self.api_key),
+            registry=LENIENT,
+        )
+
+    def login_claims(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "client": self.client,
+            "user": self.user,
+            "redirect": self.editor_url(),
+            # lcobucci/jwt 4 writes iat as a float with microseconds.
+            "iat": round(time.time(), 6),
+            **extra,
+        }
+
+    def editor_url(self) -> str:
+        callback = quote(base64.b64encode(SHOP_CALLBACK.encode()).decode(), safe="")
+        return f"{self.server.base_url}/editor/{self.draft_hash}/edit?callback={callback}"
+
+    def login_token(self, **extra: Any) -> str:
+        return self.sign(self.login_claims(**extra), {"jti": uuid.uuid4().hex})
+
+    def auth(self, token: str) -> Reply:
+        return self.server.call("GET", f"/auth?jwt={token}")
+
+
+def create_user(shop_api: Any) -> str:
+    # An empty body with a JSON content type, as the PHP SDK sends it.
+    reply = shop_api("POST", "/api-ext/user", body=b"", Content_Type="application/json")
+    assert reply.status == 201, reply.body
+    return str(reply.json()["data"]["identifier"])
+
+
+def create_draft(shop_api: Any, template: str, user: str) -> dict[str, Any]:
+    # Form fields with the snake_case spelling, as the editor demo sends them.
+    form = urlencode({"templateIdentifier": template, "user_identifier": user}).encode()
+    reply = shop_api(
+        "POST",
+        "/api-ext/draft",
+        body=form,
+        Content_Type="application/x-www-form-urlencoded",
+    )
+    assert reply.status == 201, reply.body
+    data: dict[str, Any] = reply.json()["data"]
+    return data
+
+
+@pytest.fixture(scope="session")
+def shop(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Shop:
+    created = server.pps("client", "create", "--name", "Shop", "--json")
+    folder = tmp_path_factory.mktemp("template")
+    (folder / "preview.png").write_bytes(PREVIEW_PNG)
+    template_file = folder / "card.json"
+    template_file.write_text(
+        json.dumps(
+            {
+                "name": "Business card",
+                "dataKeys": DATA_KEYS,
+                "customAttributes": CUSTOM_ATTRIBUTES,
+                "preview": "preview.png",
+            }
+        )
+    )
+    imported = server.pps(
+        "template", "import", str(template_file), "--client", created["identifier"], "--json"
+    )
+    shop = Shop(server, created["identifier"], created["apiKey"], imported["identifier"], "", "")
+    shop.user = create_user(shop.api)
+    shop.draft_hash = create_draft(shop.api, shop.template, shop.user)["draftHash"]
+    return shop
+
+
+# -- the API -----------------------------------------------------------------------------
+
+
+def test_api_creates_users_and_drafts_and_shows_the_template(shop: Shop) -> None:
+    user = create_user(shop.api)
+    draft = create_draft(shop.api, shop.template, user)
+    assert draft["userIdentifier"] == user
+    assert draft["templateIdentifier"] == shop.template
+    assert len(draft["draftHash"]) == 32
+
+    reply = shop.api("GET", f"/api-ext/template/{shop.template}")
+    assert reply.status == 200, reply.body
+    template = reply.json()["data"]
+    assert template["dataKeys"] == DATA_KEYS
+    assert template["customAttributes"] == CUSTOM_ATTRIBUTES
+
+
+def test_api_without_a_key_is_a_json_401(server: Server) -> None:
+    reply = server.call("POST", "/api-ext/user", headers={"Accept": "application/json"})
+    assert reply.status == 401
+    assert reply.header("WWW-Authenticate") is not None
+    assert reply.json()["message"]
+
+
+# -- login -------------------------------------------------------------------------------
+
+LOGIN_VARIANTS = [
+    "jti in the header, no exp (PHP SDK)",
+    "jti in header and payload",
+    "exp 30 days away (Magento)",
+]
+
+
+def login_token_variant(shop: Shop, variant: str) -> str:
+    jti = uuid.uuid4().hex
+    if variant == "jti in header and payload":
+        return shop.sign(shop.login_claims(jti=jti), {"jti": jti})
+    if variant == "exp 30 days away (Magento)":
+        return shop.sign(shop.login_claims(exp=int(time.time()) + 30 * 24 * 3600), {"jti": jti})
+    return shop.sign(shop.login_claims(), {"jti": jti})
+
+
+@pytest.mark.parametrize("variant", LOGIN_VARIANTS)
+def test_login_redirects_to_the_editor_once(shop: Shop, variant: str) -> None:
+    token = login_token_variant(shop, variant)
+
+    reply = shop.auth(token)
+    assert reply.status == 302, reply.body
+    assert reply.header("Location") == shop.editor_url()
+    assert reply.header("Cache-Control") == "no-store"
+    cookies = SimpleCookie()
+    for raw in reply.headers.get_all("Set-Cookie") or []:
+        cookies.load(raw)
+    assert "pps_session" in cookies, reply.headers
+    cookie = f"pps_session={cookies['pps_session'].value}"
+
+    editor = shop.server.call(
+        "GET",
+        local_path(reply.header("Location") or "", shop.server.base_url),
+        headers={"Cookie": cookie},
+    )
+    assert editor.status == 200, editor.body
+    page = editor.body.decode()
+    for key in DATA_KEYS:
+        assert key in page
+
+    replay = shop.auth(token)
+    assert replay.status == 401, replay.body
+
+
+def test_editor_without_login_is_refused(shop: Shop) -> None:
+    reply = shop.server.call("GET", f"/editor/{shop.draft_hash}/edit")
+    assert reply.status == 401
+
+
+def test_concurrent_uses_of_one_token_log_in_exactly_once(shop: Shop) -> None:
+    token = shop.login_token()
+    uses = 20
+    barrier = threading.Barrier(uses)
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def use() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", shop.server.port, timeout=30)
+        try:
+            conn.connect()
+            barrier.wait(timeout=30)
+            conn.request("GET", f"/auth?jwt={token}")
+            status = conn.getresponse().status
+        finally:
+            conn.close()
+        with lock:
+            statuses.append(status)
+
+    threads = [threading.Thread(target=use) for _ in range(uses)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(statuses) == uses
+    assert statuses.count(302) == 1, statuses
+    assert statuses.count(401) == uses - 1, statuses
+
+
+# -- files -------------------------------------------------------------------------------
+
+
+def follow_file_link(shop: Shop, reply: Reply) -> Reply:
+    assert reply.status == 302, reply.body
+    assert reply.header("Cache-Control") == "no-store"
+    location = reply.header("Location") or ""
+    path = local_path(location, shop.server.base_url)
+    assert path.startswith("/files/"), location
+    return shop.server.call("GET", path)
+
+
+def test_template_preview_with_a_magento_file_token(shop: Shop) -> None:
+    now = int(time.time())
+    token = shop.sign({"client": shop.client, "iat": now, "exp": now + 300})
+    reply = shop.server.call(
+        "GET", f"/api-ext/files/template/{shop.template}/page-preview-thumb?jwt={token}"
+    )
+    served = follow_file_link(shop, reply)
+    assert served.status == 200, served.body
+    assert served.body == PREVIEW_PNG
+    assert served.header("Content-Type") == "image/png"
+
+
+def test_draft_print_file_with_a_token_for_its_path(shop: Shop) -> None:
+    draft = create_draft(shop.api, shop.template, shop.user)
+    path = f"/api-ext/files/draft/{draft['draftHash']}/print"
+    now = time.time()
+    token = shop.sign({"client": shop.client, "urlPath": path, "iat": now, "exp": now + 300})
+
+    first = shop.server.call("GET", f"{path}?jwt={token}")
+    if first.status == 404:
+        # Without on-demand rendering the file endpoint waits for the renderer: a JSON 404
+        # until then. Do what the renderer does: put the print file where it is looked for.
+        assert "not been rendered yet" in first.json()["message"]
+        storage = open_storage(shop.server.instance / "files")
+        version = draft["variant"]["version"]
+        storage.put(draft_file_key(shop.client, draft["draftHash"], version, "print"), PRINT_PDF)
+        first = shop.server.call("GET", f"{path}?jwt={token}")
+
+    served = follow_file_link(shop, first)
+    assert served.status == 200, served.body
+    assert served.body.startswith(b"%PDF-")
+    assert served.header("Content-Type") == "application/pdf"
+
+    # The token has no jti: a shop may use it again, and gets the same file again.
+    again = follow_file_link(shop, shop.server.call("GET", f"{path}?jwt={token}"))
+    assert again.status == 200
+    assert again.body == served.body
+
+
+def test_draft_image_is_real_png_or_jpeg_bytes(shop: Shop) -> None:
+    path = f"/api-ext/files/draft/{shop.draft_hash}/image"
+    now = int(time.time())
+    token = shop.sign({"client": shop.client, "user": shop.user, "iat": now, "exp": now + 300})
+    first = shop.server.call("GET", f"{path}?jwt={token}")
+    if first.status == 404:
+        pytest.skip(f"this build does not render images on demand: {first.json()['message']}")
+    served = follow_file_link(shop, first)
+    assert served.status == 200, served.body
+    assert served.body.startswith((b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff")), served.body[:16]
+
+
+def test_file_token_for_another_path_is_refused(shop: Shop) -> None:
+    now = time.time()
+    other = f"/api-ext/files/draft/{shop.draft_hash}/low-res"
+    token = shop.sign({"client": shop.client, "urlPath": other, "iat": now, "exp": now + 300})
+    reply = shop.server.call("GET", f"/api-ext/files/draft/{shop.draft_hash}/print?jwt={token}")
+    assert 400 <= reply.status < 500, reply.body
+    assert reply.header("Content-Type") == "application/json"
+    assert "urlPath" in reply.json()["message"]
+
+
+def test_file_token_signed_with_another_key_is_refused(shop: Shop) -> None:
+    now = time.time()
+    forged = Shop(shop.server, shop.client, secrets.token_urlsafe(32), "", "", "")
+    token = forged.sign({"client": shop.client, "iat": now, "exp": now + 300})
+    reply = shop.server.call(
+        "GET", f"/api-ext/files/template/{shop.template}/page-preview-thumb?jwt={token}"
+    )
+    assert reply.status == 401, reply.body
+    assert reply.json()["message"]
