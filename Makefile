@@ -20,7 +20,9 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(INSTALLED)
 
-# Migrate, make sure the demo data exists, print a login URL, then serve on 127.0.0.1:8000.
+# Migrate, make sure the demo data exists (client, template, user, draft, and every template
+# under examples/templates/*/template.json with its files; `pps demo` skips those already
+# imported), print a login URL, then serve on 127.0.0.1:8000.
 # PPS_DEVELOPMENT=1 generates a secret key into the instance folder; any PPS_* variable
 # set in the environment wins over the defaults here.
 run: $(INSTALLED)
@@ -30,6 +32,7 @@ run: $(INSTALLED)
 	mkdir -p "$$PPS_INSTANCE_PATH"; \
 	$(BIN)/pps db upgrade; \
 	$(BIN)/pps demo; \
+	case "$${PPS_REDIS_URL-}" in redis://*|rediss://*|unix://*) $(BIN)/pps worker & ;; esac; \
 	echo "Serving on http://$${PPS_BIND:-127.0.0.1:8000} (API reference: /docs). Ctrl-C stops."; \
 	exec $(BIN)/gunicorn -c deploy/gunicorn.conf.py wsgi:app
 

@@ -8,6 +8,7 @@ environment). Commands reach repository and storage through ``current_app.extens
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import secrets
@@ -24,6 +25,7 @@ import sqlalchemy as sa
 from flask import Flask, current_app
 from flask.cli import AppGroup, ScriptInfo
 
+from pps.jobs.cli import worker
 from pps.models import Client, Draft, Template, User
 from pps.redirects import origin_of
 from pps.repository import DuplicateIdentifier
@@ -41,9 +43,8 @@ __all__ = ["main", "pps_group"]
 
 DEMO_CLIENT = "DemoShop"
 DEMO_CLIENT_NAME = "Demo shop"
-DEMO_TEMPLATE_FILE = (
-    Path(__file__).resolve().parent.parent / "examples" / "templates" / "demo-card.json"
-)
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "templates"
+DEMO_TEMPLATE_FILE = EXAMPLES_DIR / "demo-card.json"
 DEMO_USER = {"first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.com"}
 DEMO_VALUES = {
     "firstName": "Ada",
@@ -308,7 +309,14 @@ def template_import(file: Path, client_id: str, as_json: bool) -> None:
     if as_json:
         _echo_json({"identifier": template.identifier})
         return
-    click.echo(f"Imported template {template.identifier} ({template.name}) for client {client_id}.")
+    files = f" with {_plural(len(spec.assets), 'file')}" if spec.assets else ""
+    click.echo(
+        f"Imported template {template.identifier} ({template.name}) for client {client_id}{files}."
+    )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _template_json(template: Template) -> dict[str, Any]:
@@ -361,17 +369,27 @@ def template_list(client_id: str | None, as_json: bool) -> None:
     show_default=True,
     help="Template file for the demo template.",
 )
+@click.option(
+    "--examples",
+    "examples_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=EXAMPLES_DIR,
+    show_default=True,
+    help="Folder whose <name>/template.json files are imported for the demo client too.",
+)
 @json_option
-def demo(template_file: Path, as_json: bool) -> None:
+def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
     """Make sure demo data exists and print a fresh, single-use login URL.
 
-    Creates (once) client DemoShop, the demo template, a user and a draft; running it again
-    reuses them. Each run prints a new login URL, since every login token works only once.
+    Creates (once) client DemoShop, the demo template, a user and a draft, and imports the
+    example templates (those already there are skipped); running it again reuses them all.
+    Each run prints a new login URL, since every login token works only once.
     """
     services = _services()
     settings = services.settings
     client = _demo_client(services)
     template = _demo_template(services, client, template_file)
+    examples = _demo_examples(services, client, examples_dir)
     user, draft = _demo_user_and_draft(services, client, template)
 
     now = int(time.time())
@@ -398,6 +416,15 @@ def demo(template_file: Path, as_json: bool) -> None:
                 "client": client.identifier,
                 "apiKey": client.api_key,
                 "template": template.identifier,
+                "examples": [
+                    {
+                        "identifier": example.identifier,
+                        "name": example.name,
+                        "pageCount": example.page_count,
+                        "new": new,
+                    }
+                    for example, new in examples
+                ],
                 "user": user.identifier,
                 "draft": draft.draft_hash,
                 "loginUrl": login_url,
@@ -415,6 +442,22 @@ def demo(template_file: Path, as_json: bool) -> None:
     click.echo(f"  template  {template.identifier} ({template.name})")
     click.echo(f"  user      {user.identifier}")
     click.echo(f"  draft     {draft.draft_hash}")
+    if examples:
+        click.echo("")
+        click.echo(f"Example templates of {client.identifier} (from {examples_dir}):")
+        rows = [
+            (
+                example.identifier,
+                example.name,
+                _plural(example.page_count, "page"),
+                "imported now" if new else "",
+            )
+            for example, new in examples
+        ]
+        width = [max(len(row[i]) for row in rows) for i in range(3)]
+        for row in rows:
+            cells = [cell.ljust(width[i]) for i, cell in enumerate(row[:3])]
+            click.echo(("  " + "  ".join(cells) + "  " + row[3]).rstrip())
     click.echo("")
     click.echo(
         f"Open this URL to log in as the demo user and edit the draft. It works ONCE and "
@@ -459,6 +502,46 @@ def _demo_template(services: Services, client: Client, template_file: Path) -> T
         return existing
 
 
+def _demo_examples(
+    services: Services, client: Client, directory: Path
+) -> list[tuple[Template, bool]]:
+    """Import every ``<name>/template.json`` below ``directory``; (template, imported now).
+
+    Idempotent: an identifier the client has already is skipped. A file without an
+    identifier gets its folder's name, so running again finds it. A broken example is
+    reported and skipped rather than keeping the demo from starting.
+    """
+    repository = services.repository
+    results: list[tuple[Template, bool]] = []
+    for path in sorted(directory.glob("*/template.json")):
+        try:
+            spec = load_template_file(path)
+        except TemplateFileError as exc:
+            click.echo(f"Warning: example {path} was not imported:", err=True)
+            for error in exc.errors:
+                click.echo(f"  {error}", err=True)
+            continue
+        if spec.identifier is None:
+            if not _IDENTIFIER.fullmatch(path.parent.name):
+                click.echo(f"Warning: example {path} needs an identifier; skipped.", err=True)
+                continue
+            spec = dataclasses.replace(spec, identifier=path.parent.name)
+        assert spec.identifier is not None
+        existing = repository.get_template(client.identifier, spec.identifier)
+        if existing is not None:
+            results.append((existing, False))
+            continue
+        try:
+            results.append(
+                (import_template(repository, services.storage, client.identifier, spec), True)
+            )
+        except DuplicateIdentifier:  # another 'pps demo' got there first
+            existing = repository.get_template(client.identifier, spec.identifier)
+            assert existing is not None
+            results.append((existing, False))
+    return results
+
+
 def _demo_user_and_draft(
     services: Services, client: Client, template: Template
 ) -> tuple[User, Draft]:
@@ -481,3 +564,6 @@ def _demo_user_and_draft(
     )
     assert new_draft is not None
     return user, new_draft
+
+
+pps_group.add_command(worker)  # pps worker: batch print-file jobs (pps/jobs/cli.py)

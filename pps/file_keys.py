@@ -15,7 +15,9 @@ __all__ = [
     "content_type_for",
     "draft_file_key",
     "draft_file_name",
+    "template_asset_key",
     "template_preview_name",
+    "template_rendered_preview_key",
 ]
 
 
@@ -29,7 +31,7 @@ class DraftFileKind:
     """The last segment of its storage key."""
     content_type: str
     label: str
-    """Used in messages: "The print file of this draft has not been rendered yet"."""
+    """Used in messages and logs: "the print file of draft ..."."""
 
 
 DRAFT_FILE_KINDS: dict[str, DraftFileKind] = {
@@ -42,14 +44,50 @@ DRAFT_FILE_KINDS: dict[str, DraftFileKind] = {
 }
 
 
-def draft_file_key(client: str, draft_hash: str, version: int, kind: str) -> str:
+def draft_file_key(
+    client: str,
+    draft_hash: str,
+    version: int,
+    kind: str,
+    *,
+    page: int = 0,
+    size: tuple[int, int] | None = None,
+) -> str:
     """``drafts/<client>/<draftHash>/v<version>/<file>``.
 
     The draft's version is part of the key: a file rendered from an older version of the
     draft is never served for the current one, and a re-render never overwrites a file a
-    link may still point at.
+    link may still point at. Images also carry their page (counted from 0) and pixel size,
+    ``image-p<page>-<width>x<height>.png``, so every size asked for is cached on its own.
     """
-    return f"drafts/{client}/{draft_hash}/v{version}/{DRAFT_FILE_KINDS[kind].stored_name}"
+    prefix = f"drafts/{client}/{draft_hash}/v{version}"
+    if kind != "image":
+        return f"{prefix}/{DRAFT_FILE_KINDS[kind].stored_name}"
+    if size is None:
+        raise ValueError("an image key needs the image's pixel size")
+    return f"{prefix}/image-p{page}-{size[0]}x{size[1]}.png"
+
+
+def template_asset_key(client: str, identifier: str, name: str) -> str:
+    """``templates/<client>/<identifier>/assets/<name>``: a file shipped with a template.
+
+    ``name`` is the relative name written in the template (checked by the importer and by
+    the storage), so a template's files keep their folder layout.
+    """
+    return f"templates/{client}/{identifier}/assets/{name}"
+
+
+def template_rendered_preview_key(
+    client: str, identifier: str, page: int, size: tuple[int, int], digest: str
+) -> str:
+    """``templates/<client>/<identifier>/rendered/preview-p<page>-<w>x<h>-<digest>.png``.
+
+    ``digest`` is a hash of what the image is made from (template, renderer version, or the
+    imported preview's bytes), so a changed template never serves an old picture.
+    """
+    return (
+        f"templates/{client}/{identifier}/rendered/preview-p{page}-{size[0]}x{size[1]}-{digest}.png"
+    )
 
 
 def draft_file_name(draft_hash: str, kind: str) -> str:

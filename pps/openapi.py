@@ -91,12 +91,6 @@ def _path_parameters(rule_path: str) -> list[dict[str, Any]]:
     ]
 
 
-def _schema_ref(spec: APISpec, schema: type[Schema] | Schema | dict[str, Any]) -> Any:
-    if isinstance(schema, dict):
-        return schema
-    return schema
-
-
 def build_spec(app: Flask) -> dict[str, Any]:
     """The whole reference as a dict, ready for ``jsonify``."""
     settings = app.extensions["pps.settings"]

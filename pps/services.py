@@ -8,8 +8,10 @@ import time
 from dataclasses import dataclass, field
 
 from pps.ephemeral import EphemeralStore, open_ephemeral
+from pps.jobs.queue import JobQueue, open_job_queue
 from pps.models import Client
 from pps.repository import Repository
+from pps.repository.processing import SqlProcessingStore
 from pps.repository.sql import SqlRepository
 from pps.settings import Settings
 from pps.storage import FileStorage, open_storage
@@ -73,11 +75,22 @@ class Services:
     ephemeral: EphemeralStore
     storage: FileStorage
     clients: ClientCache = field(init=False)
+    processings: SqlProcessingStore = field(init=False)
+    jobs: JobQueue = field(init=False)
 
     def __post_init__(self) -> None:
         self.clients = ClientCache(self.repository, self.settings.client_cache_ttl)
+        self.processings = SqlProcessingStore(self.repository.engine)
+        self.jobs = open_job_queue(self.settings, self._run_processing)
+
+    def _run_processing(self, client: str, processing_id: str) -> object:
+        """The in-process worker's runner (without Redis); see :mod:`pps.jobs.queue`."""
+        from pps.jobs.processing import job_from_services, run_processing
+
+        return run_processing(job_from_services(self), client, processing_id)
 
     def close(self) -> None:
+        self.jobs.close()  # first: a running job still uses the repository
         self.repository.close()
         self.ephemeral.close()
 

@@ -34,6 +34,11 @@ class Settings:
     max_body_bytes: int = 1024 * 1024
     development: bool = False
     x_accel_prefix: str = ""
+    worker_mode: str = "auto"
+    notify_allow_private: bool = False
+    notify_timeout: float = 5.0
+    notify_attempts: int = 5
+    notify_backoff: float = 1.0
 
     @property
     def secure_cookies(self) -> bool:
@@ -54,7 +59,13 @@ _INT_SETTINGS = {
     "nonce_ttl": "PPS_NONCE_TTL",
     "max_body_bytes": "PPS_MAX_BODY_BYTES",
 }
+_FLOAT_SETTINGS = {
+    "notify_timeout": "PPS_NOTIFY_TIMEOUT",
+    "notify_backoff": "PPS_NOTIFY_BACKOFF",
+}
 _TRUE = {"1", "true", "yes", "on"}
+#: ``auto``: RQ when PPS_REDIS_URL names Redis, else a thread; ``rq`` insists on Redis.
+WORKER_MODES = ("auto", "rq", "thread")
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -69,6 +80,19 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         ) from exc
     if value < 0:
         raise SettingsError(f"{name} must not be negative, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be a number of seconds, got {raw!r}") from exc
+    if not value >= 0 or value == float("inf"):
+        raise SettingsError(f"{name} must be a finite number of seconds >= 0, got {raw!r}")
     return value
 
 
@@ -93,7 +117,12 @@ def load_settings(
         "files_dir": Path(files_dir).resolve() if files_dir else None,
         "development": env.get("PPS_DEVELOPMENT", "").strip().lower() in _TRUE,
         "x_accel_prefix": env.get("PPS_X_ACCEL_PREFIX", "").strip(),
+        "worker_mode": env.get("PPS_WORKER_MODE", "").strip().lower() or defaults.worker_mode,
+        "notify_allow_private": env.get("PPS_NOTIFY_ALLOW_PRIVATE", "").strip().lower() in _TRUE,
+        "notify_attempts": _int(env, "PPS_NOTIFY_ATTEMPTS", defaults.notify_attempts),
     }
+    for attr, name in _FLOAT_SETTINGS.items():
+        values[attr] = _float(env, name, getattr(defaults, attr))
     for attr, name in _INT_SETTINGS.items():
         values[attr] = _int(env, name, getattr(defaults, attr))
     cache_ttl = env.get("PPS_CLIENT_CACHE_TTL", "").strip()
@@ -113,6 +142,17 @@ def load_settings(
     for attr in ("file_link_ttl", "nonce_ttl", "max_body_bytes"):
         if getattr(settings, attr) < 1:
             raise SettingsError(f"{attr} must be at least 1, got {getattr(settings, attr)}")
+    if settings.worker_mode not in WORKER_MODES:
+        raise SettingsError(
+            f"PPS_WORKER_MODE must be one of {', '.join(WORKER_MODES)}, "
+            f"got {settings.worker_mode!r}"
+        )
+    if settings.worker_mode == "rq" and not settings.redis_url.lower().startswith(
+        ("redis://", "rediss://", "unix://")
+    ):
+        raise SettingsError("PPS_WORKER_MODE=rq needs PPS_REDIS_URL to name a Redis server")
+    if settings.notify_attempts < 1 or settings.notify_timeout <= 0:
+        raise SettingsError("PPS_NOTIFY_ATTEMPTS must be at least 1 and PPS_NOTIFY_TIMEOUT > 0")
     if not settings.base_url.startswith(("http://", "https://")):
         raise SettingsError(f"PPS_BASE_URL must start with http:// or https://, got {base_url!r}")
     return _with_secret_key(settings)

@@ -1,32 +1,37 @@
 """Template files: the JSON an operator imports with ``pps template import``.
 
-Plain Python, no Flask. A template file is a JSON object::
+Plain Python, no Flask. The format is the renderer's (see :mod:`pps.render.spec`: size,
+bleed, pages, backgrounds, elements); old files of the first issue still import::
 
     {
       "name": "Business card",              # required, non-empty
       "identifier": "Card2024",             # optional: letters, digits, - and _, up to 64
-      "dataKeys": ["firstName", "email"],   # optional, unique non-empty strings
+      "dataKeys": ["firstName", "email"],   # optional: derived from the elements otherwise
       "customAttributes": {"format": "A6"}, # optional object
-      "pageCount": 1,                       # optional whole number >= 1 (default 1)
-      "preview": "card.png"                 # optional PNG beside the file
+      "pageCount": 1,                       # optional; must match "pages" when given
+      "preview": "card.png",                # optional PNG beside the file
+      "size": {...}, "bleed": 3, "pages": [...]
     }
 
-The format is open: unknown keys are ignored here and the whole object is kept as the
-template's ``spec``, so later additions (pages, size, bleed, elements) need no migration of
-files already imported. Validation collects every error with its path (``dataKeys[2]: ...``)
-before anything is written, so a file is imported whole or not at all.
+:func:`pps.render.parse_spec` validates the file and every file it names (fonts, artwork
+PDFs, images) and reports each problem by its path
+(``pages[0].elements[2].box.width: must be greater than 0``); the preview is checked here.
+All problems are collected before anything is written, so a file is imported whole or not at
+all. Unknown top-level keys are kept in the template's ``spec``.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pps import ids
+from pps.file_keys import template_asset_key
 from pps.models import JsonObject, Template
+from pps.render import AssetError, DirectoryAssets, SpecError, parse_spec
 from pps.repository import DuplicateIdentifier, Repository
 from pps.storage import FileStorage
 
@@ -48,8 +53,6 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_FILE_BYTES = 5 * 1024 * 1024
 #: A preview is a thumbnail shown in shop catalogues, not print data.
 MAX_PREVIEW_BYTES = 10 * 1024 * 1024
-MAX_NAME_LENGTH = 200  # the width of templates.name
-_IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _ROOT = "(template)"
 
 
@@ -68,7 +71,11 @@ class UnknownClient(LookupError):
 
 @dataclass(frozen=True)
 class TemplateFile:
-    """A validated template file, ready to import."""
+    """A validated template file, ready to import.
+
+    ``assets`` holds every file the template names (the preview included), by the relative
+    name written in the file; the import copies them to file storage.
+    """
 
     name: str
     identifier: str | None
@@ -77,6 +84,7 @@ class TemplateFile:
     page_count: int
     spec: JsonObject
     preview: bytes | None
+    assets: Mapping[str, bytes] = field(default_factory=dict)
 
 
 def preview_key(client: str, identifier: str) -> str:
@@ -110,65 +118,59 @@ def load_template_file(path: Path) -> TemplateFile:
 
 
 def parse_template(document: Any, *, base_dir: Path, source: str = _ROOT) -> TemplateFile:
-    """Validate an already parsed template; ``preview`` is resolved against ``base_dir``."""
+    """Validate an already parsed template; its files are resolved against ``base_dir``."""
     if not isinstance(document, dict):
         raise TemplateFileError(source, [f"{_ROOT}: must be a JSON object, got {_kind(document)}"])
     errors: list[str] = []
-
-    name = document.get("name")
-    if "name" not in document:
-        errors.append("name: is required")
-    elif not isinstance(name, str) or not name.strip():
-        errors.append(f"name: must be a non-empty string, got {_kind(name)}")
-    elif len(name) > MAX_NAME_LENGTH:
-        errors.append(f"name: must be at most {MAX_NAME_LENGTH} characters, got {len(name)}")
-
-    identifier = document.get("identifier")
-    if identifier is not None and (
-        not isinstance(identifier, str) or not _IDENTIFIER.fullmatch(identifier)
-    ):
-        errors.append(
-            "identifier: must be 1 to 64 letters, digits, '-' or '_', got " + _show(identifier)
-        )
-
-    data_keys = _data_keys(document.get("dataKeys", []), errors)
-
-    custom_attributes = document.get("customAttributes", {})
-    if not isinstance(custom_attributes, dict):
-        errors.append(f"customAttributes: must be an object, got {_kind(custom_attributes)}")
-
-    page_count = document.get("pageCount", 1)
-    if isinstance(page_count, bool) or not isinstance(page_count, int) or page_count < 1:
-        errors.append(f"pageCount: must be a whole number of at least 1, got {_show(page_count)}")
+    spec = None
+    try:
+        spec = parse_spec(document, base_dir)
+    except SpecError as exc:
+        errors.extend(exc.errors)
 
     preview = None
-    if document.get("preview") is not None:
-        preview = _preview(document["preview"], base_dir, errors)
+    preview_name = document.get("preview")
+    if preview_name is not None:
+        preview = _preview(preview_name, base_dir, errors)
 
     if errors:
         raise TemplateFileError(source, errors)
-    assert isinstance(name, str) and isinstance(custom_attributes, dict)
+    assert spec is not None
+    assets: dict[str, bytes] = {}
+    loader = DirectoryAssets(base_dir)
+    for name in spec.files:
+        try:
+            assets[name] = loader(name)
+        except AssetError as exc:  # changed since it was checked a moment ago
+            errors.append(f"{_ROOT}: {exc}")
+    if errors:
+        raise TemplateFileError(source, errors)
+    if preview is not None:
+        assets[str(preview_name)] = preview
     return TemplateFile(
-        name=name.strip(),
-        identifier=identifier,
-        data_keys=tuple(data_keys),
-        custom_attributes=custom_attributes,
-        page_count=page_count,
+        name=spec.name,
+        identifier=spec.identifier,
+        data_keys=spec.data_keys,
+        custom_attributes=dict(spec.custom_attributes),
+        page_count=spec.page_count,
         spec=document,
         preview=preview,
+        assets=assets,
     )
 
 
 def import_template(
     repository: Repository, storage: FileStorage, client: str, template: TemplateFile
 ) -> Template:
-    """Create ``template`` for ``client``, with its preview in ``storage``; all or nothing.
+    """Create ``template`` for ``client``, with its files in ``storage``; all or nothing.
 
-    The preview key contains the identifier, so the identifier is settled first (the file's,
-    or a fresh one). The preview is written before the row and deleted again if the insert
-    fails, so a failure leaves neither a row nor a stray file. Checking for a taken
-    identifier before writing keeps an existing template's preview from being overwritten;
-    only two imports of the same identifier racing each other could still swap previews.
+    Every file the template names goes to ``templates/<client>/<identifier>/assets/<name>``
+    (where the renderer reads it), the preview also to :func:`preview_key`. The keys contain
+    the identifier, so the identifier is settled first (the file's, or a fresh one). Files
+    are written before the row and deleted again if anything fails, so a failure leaves
+    neither a row nor a stray file. Checking for a taken identifier before writing keeps an
+    existing template's files from being overwritten; only two imports of the same
+    identifier racing each other could still swap files.
     """
     if repository.get_client(client) is None:
         raise UnknownClient(f"no client {client!r}; see 'pps client list'")
@@ -185,11 +187,18 @@ def import_template(
         )
     else:
         identifier = template.identifier
+    files = {
+        template_asset_key(client, identifier, name): data for name, data in template.assets.items()
+    }
     key = None
     if template.preview is not None:
         key = preview_key(client, identifier)
-        storage.put(key, template.preview)
+        files[key] = template.preview
+    written: list[str] = []
     try:
+        for file_key, data in files.items():
+            written.append(file_key)  # before put: a failed put may still leave a file
+            storage.put(file_key, data)
         return repository.create_template(
             client,
             name=template.name,
@@ -201,24 +210,9 @@ def import_template(
             preview_key=key,
         )
     except BaseException:
-        if key is not None:
-            storage.delete(key)
+        for file_key in written:
+            storage.delete(file_key)
         raise
-
-
-def _data_keys(value: Any, errors: list[str]) -> list[str]:
-    if not isinstance(value, list):
-        errors.append(f"dataKeys: must be a list of strings, got {_kind(value)}")
-        return []
-    seen: dict[str, int] = {}
-    for index, key in enumerate(value):
-        if not isinstance(key, str) or not key.strip():
-            errors.append(f"dataKeys[{index}]: must be a non-empty string, got {_show(key)}")
-        elif key in seen:
-            errors.append(f"dataKeys[{index}]: duplicates dataKeys[{seen[key]}] ({key!r})")
-        else:
-            seen[key] = index
-    return list(seen)
 
 
 def _preview(value: Any, base_dir: Path, errors: list[str]) -> bytes | None:

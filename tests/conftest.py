@@ -171,6 +171,8 @@ def app_config(tmp_path: Path, database_url: str, redis_url: str) -> dict[str, A
         "secret_key": TEST_SECRET_KEY,
         "base_url": "http://localhost",
         "client_cache_ttl": 0.0,
+        # Test receivers of state-change notifications listen on 127.0.0.1.
+        "notify_allow_private": True,
     }
 
 

@@ -333,7 +333,12 @@ def test_demo_is_idempotent_and_prints_a_fresh_login_each_time(
         assert first[key] == second[key]
     assert first["loginUrl"] != second["loginUrl"]
     assert [c.identifier for c in repo.list_clients() if c.name == "Demo shop"] == ["DemoShop"]
-    assert len(repo.list_templates("DemoShop").items) == 1
+    # The demo template and the examples, each imported once.
+    assert sorted(t.identifier for t in repo.list_templates("DemoShop").items) == [
+        "DemoCard",
+        "business-card",
+        "postcard-a6",
+    ]
     assert repo.list_drafts("DemoShop").total == 1
 
     client = repo.get_client("DemoShop")
@@ -374,6 +379,55 @@ def test_demo_human_output(runner: FlaskCliRunner) -> None:
     assert "client    DemoShop (Demo shop)" in result.stdout
     assert "http://localhost/auth?jwt=" in result.stdout
     assert "works ONCE" in result.stdout
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Example templates of"))
+    # "imported now" on the first run in this database (PostgreSQL's is shared by the run).
+    assert [line.split()[:5] for line in lines[start + 1 : start + 3]] == [
+        ["business-card", "Business", "card", "1", "page"],
+        ["postcard-a6", "Postcard", "A6", "2", "pages"],
+    ]
+    again = pps(runner, "demo")
+    assert "  business-card  Business card  1 page\n" in again.stdout  # not imported again
+    assert "imported now" not in again.stdout
+
+
+def test_demo_imports_examples_with_their_files(
+    runner: FlaskCliRunner, app: Flask, repo: SqlRepository
+) -> None:
+    out = ok_json(pps(runner, "demo", "--json"))
+    assert [(e["identifier"], e["pageCount"]) for e in out["examples"]] == [
+        ("business-card", 1),
+        ("postcard-a6", 2),
+    ]
+    storage = app.extensions["pps"].storage
+    artwork = Path(__file__).resolve().parent.parent / "examples/templates/postcard/artwork.pdf"
+    if out["examples"][1]["new"]:  # PostgreSQL's database is shared by the run, files are not
+        assert storage.read("templates/DemoShop/postcard-a6/assets/artwork.pdf") == (
+            artwork.read_bytes()
+        )
+    postcard = repo.get_template("DemoShop", "postcard-a6")
+    assert postcard is not None and postcard.data_keys[0] == "headline"
+    again = ok_json(pps(runner, "demo", "--json"))
+    assert [e["new"] for e in again["examples"]] == [False, False]
+
+
+def test_demo_examples_folder_skips_broken_files_and_names_the_nameless(
+    runner: FlaskCliRunner, repo: SqlRepository, tmp_path: Path
+) -> None:
+    (tmp_path / "flyer").mkdir()
+    (tmp_path / "flyer" / "template.json").write_text(json.dumps({"name": "Flyer"}))
+    (tmp_path / "broken").mkdir()
+    broken = {"name": "Broken", "size": {"width": 0, "height": 10}, "pages": [{}]}
+    (tmp_path / "broken" / "template.json").write_text(json.dumps(broken))
+    result = pps(runner, "demo", "--examples", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.output
+    assert [e["identifier"] for e in json.loads(result.stdout)["examples"]] == ["flyer"]
+    assert "broken/template.json was not imported" in result.stderr
+    assert "  size.width: must be greater than 0\n" in result.stderr
+    again = pps(runner, "demo", "--examples", str(tmp_path), "--json")
+    assert json.loads(again.stdout)["examples"][0]["new"] is False
+    identifiers = {t.identifier for t in repo.list_templates("DemoShop").items}
+    assert "flyer" in identifiers and "broken" not in identifiers
 
 
 # -- the console script ------------------------------------------------------------------
@@ -417,6 +471,7 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
     demo = run("demo")
     assert demo.returncode == 0, demo.stderr
     assert "http://127.0.0.1:8123/auth?jwt=" in demo.stdout
+    assert "postcard-a6" in demo.stdout
 
     listed = run("client", "list", "--json")
     assert sorted(c["name"] for c in json.loads(listed.stdout)) == ["Demo shop", "Shop"]

@@ -50,6 +50,6 @@ def no_content() -> ResponseReturnValue:
 
 
 def register_api(app: Flask) -> None:
-    from pps.api import clients, drafts, templates, users  # noqa: F401  (routes register on bp)
+    from pps.api import clients, drafts, processing, templates, users  # noqa: F401  (routes on bp)
 
     app.register_blueprint(bp)

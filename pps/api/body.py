@@ -8,6 +8,7 @@ as ``snake_case`` or ``camelCase``; both are folded to camelCase before validati
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,9 @@ from pps.errors import BadRequest, UnsupportedMediaType, ValidationFailed
 _FORM_TYPES = {"application/x-www-form-urlencoded", "multipart/form-data"}
 _BRACKETS = re.compile(r"^([^\[\]]+)\[([^\[\]]*)\]$")
 _SNAKE = re.compile(r"_([a-z0-9])")
+#: Deeper bodies are refused: nothing a shop sends nests this far, and serialising a very
+#: deep value again (into the database, into the response) would hit the recursion limit.
+MAX_DEPTH = 32
 
 
 def camel_case(name: str) -> str:
@@ -64,6 +68,56 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    """``1e400`` parses as infinity, which neither PostgreSQL nor a JSON answer can hold."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain NUL characters."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode (a lone surrogate was sent)."
+    return None
+
+
+def check_storable(data: Any) -> None:
+    """422 for values that parse but cannot be stored: NUL characters (PostgreSQL text holds
+    none), lone surrogates (not encodable as UTF-8), and nesting deeper than MAX_DEPTH."""
+    errors: dict[str, list[str]] = {}
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack and len(errors) < 20:
+        path, value, depth = stack.pop()
+        field = path or "_body"
+        if depth > MAX_DEPTH:
+            errors.setdefault(field, []).append(f"Nested deeper than {MAX_DEPTH} levels.")
+            continue
+        if isinstance(value, str):
+            problem = _text_problem(value)
+            if problem:
+                errors.setdefault(field, []).append(f"The value {problem}")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                name = str(key) if isinstance(key, str) else repr(key)
+                problem = _text_problem(name)
+                if problem:
+                    errors.setdefault(field, []).append(f"A key {problem}")
+                    continue
+                stack.append((f"{path}.{name}" if path else name, item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend(
+                (f"{path}.{index}" if path else str(index), item, depth + 1)
+                for index, item in enumerate(value)
+            )
+    if errors:
+        raise ValidationFailed(errors=errors)
+
+
 def read_body() -> dict[str, Any]:
     """The request body as a dict with camelCase keys; ``{}`` when there is none."""
     raw = request.get_data(cache=True)
@@ -71,11 +125,13 @@ def read_body() -> dict[str, Any]:
         return {}
     mimetype = request.mimetype
     if mimetype in _FORM_TYPES:
-        return fold_names(_form_to_dict())
+        form = _form_to_dict()
+        check_storable(form)
+        return fold_names(form)
     if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise UnsupportedMediaType()
     try:
-        data = json.loads(raw, parse_constant=_reject_constant)
+        data = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}") from None
     if data == []:
@@ -85,6 +141,7 @@ def read_body() -> dict[str, Any]:
             "The request body must be a JSON object.",
             errors={"_body": [f"Expected a JSON object, got {type(data).__name__}."]},
         )
+    check_storable(data)
     return fold_names(data)
 
 

@@ -54,8 +54,8 @@ def create_draft() -> ResponseReturnValue:
         user_identifier=data["userIdentifier"],
         template_identifier=data["templateIdentifier"],
         intent=data["intent"],
-        api_default_values=data["apiDefaultValues"],
-        custom_attributes=data["customAttributes"],
+        api_default_values=data["apiDefaultValues"] or {},
+        custom_attributes=data["customAttributes"] or {},
     )
     if record is None:  # the user or template vanished between the checks and the insert
         raise ValidationFailed(

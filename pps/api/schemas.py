@@ -4,6 +4,7 @@ documented here. They never touch the database or the current client.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
@@ -36,6 +37,25 @@ def _attributes(value: dict[str, Any]) -> None:
         raise ValidationError(f"At most {MAX_ATTRIBUTES} custom attributes are allowed.")
 
 
+class JsonObjectField(fields.Dict):
+    """A JSON object with string keys. PHP's ``json_encode`` writes an empty array for an empty
+    map, so ``[]`` counts as ``{}`` (the same rule as for whole bodies)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(keys=fields.String(), **kwargs)
+
+    def deserialize(
+        self,
+        value: Any,
+        attr: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        if isinstance(value, list) and not value:
+            value = {}
+        return super().deserialize(value, attr, data, **kwargs)
+
+
 class Input(Schema):
     """Inputs ignore fields they do not know: clients of the reference product send extras."""
 
@@ -52,7 +72,10 @@ class UserInput(Input):
 
     email = fields.String(
         allow_none=True,
-        validate=lambda value: value == "" or validate.Email()(value),
+        validate=[
+            validate.Length(max=320),
+            lambda value: value == "" or validate.Email()(value),
+        ],
     )
     firstName = _text(200)
     lastName = _text(200)
@@ -61,7 +84,7 @@ class UserInput(Input):
     locale = fields.String(
         allow_none=True, validate=validate.Regexp(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?$")
     )
-    customAttributes = fields.Dict(keys=fields.String(), allow_none=True, validate=_attributes)
+    customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
 
 class DraftCreateInput(Input):
@@ -70,19 +93,20 @@ class DraftCreateInput(Input):
     intent = fields.String(
         load_default="customize", validate=validate.OneOf(["customize", "upload", "order"])
     )
-    apiDefaultValues = fields.Dict(
-        keys=fields.String(),
-        load_default=dict,
-        validate=_scalar_map("apiDefaultValues", MAX_VALUES),
+    # null is taken as "not sent": the PHP SDK may send its unset typed properties as null.
+    apiDefaultValues = JsonObjectField(
+        load_default=dict, allow_none=True, validate=_scalar_map("apiDefaultValues", MAX_VALUES)
     )
-    customAttributes = fields.Dict(keys=fields.String(), load_default=dict, validate=_attributes)
+    customAttributes = JsonObjectField(load_default=dict, allow_none=True, validate=_attributes)
 
 
 class DraftUpdateInput(Input):
-    apiDefaultValues = fields.Dict(
-        keys=fields.String(), validate=_scalar_map("apiDefaultValues", MAX_VALUES)
+    """A field sent as null is left as it is, like a field not sent."""
+
+    apiDefaultValues = JsonObjectField(
+        allow_none=True, validate=_scalar_map("apiDefaultValues", MAX_VALUES)
     )
-    customAttributes = fields.Dict(keys=fields.String(), validate=_attributes)
+    customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
 
 class DraftClaimInput(Input):
@@ -191,15 +215,14 @@ class MetaOut(Output):
     total = fields.Integer(required=True)
 
 
+# The schema classes themselves go into these shapes (not "$ref" strings): apispec's
+# marshmallow plugin then registers each one under components and writes the reference, so a
+# documented response can never point at a component that does not exist.
+
+
 def one(schema: type[Output]) -> dict[str, Any]:
     """OpenAPI shape of ``{"data": <schema>}``."""
-    return {
-        "type": "object",
-        "required": ["data"],
-        "properties": {
-            "data": {"$ref": f"#/components/schemas/{schema.__name__.removesuffix('Out')}"}
-        },
-    }
+    return {"type": "object", "required": ["data"], "properties": {"data": schema}}
 
 
 def many(schema: type[Output]) -> dict[str, Any]:
@@ -207,13 +230,7 @@ def many(schema: type[Output]) -> dict[str, Any]:
     return {
         "type": "object",
         "required": ["data", "meta"],
-        "properties": {
-            "data": {
-                "type": "array",
-                "items": {"$ref": f"#/components/schemas/{schema.__name__.removesuffix('Out')}"},
-            },
-            "meta": {"$ref": "#/components/schemas/Meta"},
-        },
+        "properties": {"data": {"type": "array", "items": schema}, "meta": MetaOut},
     }
 
 

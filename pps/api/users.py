@@ -25,7 +25,10 @@ USER_NOT_FOUND = "No user with this identifier exists for this client."
 
 
 def _fields(data: dict[str, Any]) -> dict[str, Any]:
-    return {_FIELD_NAMES[key]: value for key, value in data.items() if key in _FIELD_NAMES}
+    fields = {_FIELD_NAMES[key]: value for key, value in data.items() if key in _FIELD_NAMES}
+    if fields.get("email") == "":  # "" clears the email: stored and shown as null
+        fields["email"] = None
+    return fields
 
 
 @bp.post("/user")
@@ -88,7 +91,7 @@ def delete_user(identifier: str) -> ResponseReturnValue:
     tags=["User"],
     summary="Merge another user into this one",
     description="Moves the source user's drafts to this user and deletes the source user. "
-    'Answers `{"success": true}` without a `data` wrapper.',
+    'Answers `{"success": true}` without a `data` wrapper; 404 when either user is unknown.',
     body=MergeInput,
     response={"type": "object", "properties": {"success": {"type": "boolean"}}},
 )
@@ -104,5 +107,6 @@ def merge_user(identifier: str) -> ResponseReturnValue:
             errors={"sourceUserIdentifier": ["A user cannot be merged into itself."]}
         )
     if not repository.merge_users(client, identifier, source):
-        raise ValidationFailed(errors={"sourceUserIdentifier": [USER_NOT_FOUND]})
+        # The source is addressed like the target: unknown (or another client's) is a 404.
+        raise NotFound("No source user with this identifier exists for this client.")
     return ok({"success": True})

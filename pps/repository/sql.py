@@ -38,6 +38,15 @@ def _aware(value: datetime | None) -> datetime | None:
     return value
 
 
+def _impossible(*identifiers: str) -> bool:
+    """True when an identifier cannot name a stored record.
+
+    PostgreSQL text cannot hold NUL, and the driver raises instead of finding nothing; an
+    identifier that came in over the wire (a URL, a JWT claim) must be "not found", not a 500.
+    """
+    return any("\x00" in identifier for identifier in identifiers)
+
+
 def key_hash(api_key: str) -> str:
     return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
 
@@ -144,7 +153,11 @@ class SqlRepository:
     def _insert_with_fresh_id(
         self, table: sa.Table, column: str, make_id: Callable[[], str], values: dict[str, Any]
     ) -> str:
-        """Insert with a random identifier, drawing again on the (rare) collision."""
+        """Insert with a random identifier, drawing again on the (rare) collision.
+
+        Any other integrity error (a foreign key that vanished, a duplicate API key) is
+        re-raised: retrying cannot fix it.
+        """
         for _ in range(_ATTEMPTS):
             identifier = make_id()
             try:
@@ -152,7 +165,12 @@ class SqlRepository:
                     conn.execute(table.insert().values({column: identifier, **values}))
                 return identifier
             except sa.exc.IntegrityError:
-                continue
+                with self.engine.connect() as conn:
+                    taken = conn.execute(
+                        sa.select(sa.literal(1)).where(table.c[column] == identifier)
+                    ).first()
+                if taken is None:
+                    raise
         raise RuntimeError(f"could not draw a free {column} after {_ATTEMPTS} attempts")
 
     # -- clients --------------------------------------------------------------------------
@@ -173,21 +191,25 @@ class SqlRepository:
             "created_at": utcnow(),
             "disabled_at": None,
         }
-        if identifier is None:
-            identifier = self._insert_with_fresh_id(
-                clients, "identifier", ids.client_identifier, values
-            )
-        else:
-            try:
+        try:
+            if identifier is None:
+                identifier = self._insert_with_fresh_id(
+                    clients, "identifier", ids.client_identifier, values
+                )
+            else:
                 with self.engine.begin() as conn:
                     conn.execute(clients.insert().values(identifier=identifier, **values))
-            except sa.exc.IntegrityError as exc:
+        except sa.exc.IntegrityError as exc:
+            if identifier is not None and self.get_client(identifier) is not None:
                 raise DuplicateIdentifier(f"client identifier {identifier!r} is taken") from exc
+            raise DuplicateIdentifier("this API key belongs to another client") from exc
         client = self.get_client(identifier)
         assert client is not None
         return client
 
     def get_client(self, identifier: str) -> Client | None:
+        if _impossible(identifier):
+            return None
         with self.engine.connect() as conn:
             row = (
                 conn.execute(clients.select().where(clients.c.identifier == identifier))
@@ -221,6 +243,8 @@ class SqlRepository:
         return [_client(row) for row in rows]
 
     def rotate_api_key(self, identifier: str) -> Client | None:
+        if _impossible(identifier):
+            return None
         key = ids.api_key()
         with self.engine.begin() as conn:
             result = conn.execute(
@@ -241,16 +265,19 @@ class SqlRepository:
         assert user is not None
         return user
 
-    def _get_user(self, conn: Connection, client: str, identifier: str) -> User | None:
-        row = (
-            conn.execute(
-                users.select().where(
-                    users.c.identifier == identifier, users.c.client_identifier == client
-                )
-            )
-            .mappings()
-            .first()
+    def _get_user(
+        self, conn: Connection, client: str, identifier: str, *, lock: bool = False
+    ) -> User | None:
+        """``lock`` holds the row until the transaction ends (PostgreSQL; SQLite locks the
+        whole database on write anyway), so a concurrent delete cannot slip in between."""
+        if _impossible(client, identifier):
+            return None
+        query = users.select().where(
+            users.c.identifier == identifier, users.c.client_identifier == client
         )
+        if lock:
+            query = query.with_for_update()
+        row = conn.execute(query).mappings().first()
         return _user(row) if row else None
 
     def get_user(self, client: str, identifier: str) -> User | None:
@@ -258,6 +285,8 @@ class SqlRepository:
             return self._get_user(conn, client, identifier)
 
     def update_user(self, client: str, identifier: str, fields: Mapping[str, Any]) -> User | None:
+        if _impossible(client, identifier):
+            return None
         changes = {name: fields[name] for name in USER_FIELDS if name in fields}
         if "custom_attributes" in changes:
             changes["custom_attributes"] = dict(changes["custom_attributes"] or {})
@@ -272,6 +301,8 @@ class SqlRepository:
             return self._get_user(conn, client, identifier)
 
     def delete_user(self, client: str, identifier: str) -> bool:
+        if _impossible(client, identifier):
+            return False
         with self.engine.begin() as conn:
             conn.execute(
                 drafts.delete().where(
@@ -289,10 +320,10 @@ class SqlRepository:
         if target == source:
             return self.get_user(client, target) is not None
         with self.engine.begin() as conn:
-            if self._get_user(conn, client, target) is None:
-                return False
-            if self._get_user(conn, client, source) is None:
-                return False
+            # Both rows locked, always in the same order, so two merges cannot deadlock.
+            for identifier in sorted((target, source)):
+                if self._get_user(conn, client, identifier, lock=True) is None:
+                    return False
             conn.execute(
                 drafts.update()
                 .where(drafts.c.user_identifier == source, drafts.c.client_identifier == client)
@@ -347,6 +378,8 @@ class SqlRepository:
         return template
 
     def get_template(self, client: str, identifier: str) -> Template | None:
+        if _impossible(client, identifier):
+            return None
         with self.engine.connect() as conn:
             row = (
                 conn.execute(
@@ -416,10 +449,15 @@ class SqlRepository:
             "created_at": now,
             "updated_at": now,
         }
-        draft_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
+        try:
+            draft_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
+        except sa.exc.IntegrityError:  # the user or template was deleted since the checks
+            return None
         return self.get_draft(client, draft_hash)
 
     def get_draft(self, client: str, draft_hash: str) -> Draft | None:
+        if _impossible(client, draft_hash):
+            return None
         with self.engine.connect() as conn:
             row = (
                 conn.execute(
@@ -435,6 +473,8 @@ class SqlRepository:
     def list_drafts(
         self, client: str, page: int = 1, per_page: int = 25, user_identifier: str | None = None
     ) -> Page[Draft]:
+        if _impossible(client, user_identifier or ""):
+            return Page(items=[], total=0, page=max(1, page), per_page=per_page)
         condition = drafts.c.client_identifier == client
         if user_identifier is not None:
             condition = sa.and_(condition, drafts.c.user_identifier == user_identifier)
@@ -452,6 +492,8 @@ class SqlRepository:
         values: JsonObject | None = None,
         state: str | None = None,
     ) -> Draft | None:
+        if _impossible(client, draft_hash):
+            return None
         changes: dict[str, Any] = {"version": drafts.c.version + 1, "updated_at": utcnow()}
         if api_default_values is not None:
             changes["api_default_values"] = dict(api_default_values)
@@ -472,6 +514,8 @@ class SqlRepository:
         return self.get_draft(client, draft_hash)
 
     def delete_draft(self, client: str, draft_hash: str) -> bool:
+        if _impossible(client, draft_hash):
+            return False
         with self.engine.begin() as conn:
             result = conn.execute(
                 drafts.delete().where(
@@ -498,25 +542,30 @@ class SqlRepository:
             "created_at": now,
             "updated_at": now,
         }
-        new_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
+        try:
+            new_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
+        except sa.exc.IntegrityError:  # the user or template was deleted meanwhile
+            return None
         return self.get_draft(client, new_hash)
 
     def claim_drafts(
         self, client: str, user_identifier: str, draft_hashes: Iterable[str], dry_run: bool
     ) -> dict[str, bool] | None:
         wanted = list(dict.fromkeys(draft_hashes))
+        possible = [draft_hash for draft_hash in wanted if not _impossible(draft_hash)]
         with self.engine.begin() as conn:
-            if self._get_user(conn, client, user_identifier) is None:
+            if self._get_user(conn, client, user_identifier, lock=True) is None:
                 return None
             found = (
                 set(
                     conn.execute(
                         sa.select(drafts.c.draft_hash).where(
-                            drafts.c.client_identifier == client, drafts.c.draft_hash.in_(wanted)
+                            drafts.c.client_identifier == client,
+                            drafts.c.draft_hash.in_(possible),
                         )
                     ).scalars()
                 )
-                if wanted
+                if possible
                 else set()
             )
             if found and not dry_run:

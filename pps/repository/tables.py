@@ -100,3 +100,40 @@ drafts = sa.Table(
     ),
     sa.Index("ix_drafts_client_created", "client_identifier", "created_at"),
 )
+
+# -- batch print files (pps.repository.processing) ---------------------------------------
+
+processings = sa.Table(
+    "processings",
+    metadata,
+    sa.Column("processing_id", sa.String(32), primary_key=True),
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("notify_url", sa.Text, nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+processing_drafts = sa.Table(
+    "processing_drafts",
+    metadata,
+    sa.Column(
+        "processing_id",
+        sa.String(32),
+        sa.ForeignKey("processings.processing_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    # The order the shop listed the drafts in, which is also the order they are rendered in.
+    sa.Column("position", sa.Integer, primary_key=True),
+    # No foreign key: a draft deleted after submission keeps its (failed) row here.
+    sa.Column("draft_hash", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("message", sa.Text, nullable=True),
+    sa.Column("file_key", sa.String(500), nullable=True),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)

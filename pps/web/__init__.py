@@ -38,7 +38,9 @@ def security_headers(response: Response) -> Response:
 def register_web(app: Flask) -> None:
     from pps.web import auth, docs, editor, files  # noqa: F401  (routes register on bp)
     from pps.web.file_api import files_api
+    from pps.web.session import PpsSessionInterface
 
+    app.session_interface = PpsSessionInterface()
     app.permanent_session_lifetime = auth.SESSION_LIFETIME
     app.register_blueprint(bp)
     app.register_blueprint(files_api)

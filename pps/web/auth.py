@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Response, render_template, request, session
+from markupsafe import escape
 
 from pps.errors import BadRequest, MethodNotAllowed
 from pps.openapi import operation
@@ -116,8 +117,10 @@ def login() -> Any:
     if location is None:
         response = Response(render_template("logged_in.html"), mimetype="text/html")
     else:
+        # A fixed one-line body: browsers follow the Location; this is for humans with curl.
+        link = escape(location)
         response = Response(
-            render_template("redirecting.html", location=location),
+            f'<!doctype html><title>Redirecting</title><a href="{link}">Continue</a>',
             status=302,
             mimetype="text/html",
         )

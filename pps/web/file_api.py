@@ -9,6 +9,9 @@ and PHP's stream wrappers follow these URLs with whatever Accept header they lik
 from __future__ import annotations
 
 import json
+import logging
+import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -16,18 +19,26 @@ from flask import Blueprint, Response, request
 
 from pps import ids
 from pps.ephemeral import link_key
-from pps.errors import Forbidden, NotFound, PpsError
+from pps.errors import Forbidden, NotFound, PpsError, ValidationFailed
 from pps.file_keys import (
     DRAFT_FILE_KINDS,
     content_type_for,
-    draft_file_key,
     draft_file_name,
     template_preview_name,
 )
 from pps.openapi import operation
+from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
+from pps.rendering import TemplateNotRenderable, render_draft_file, template_preview_file
+from pps.storage import StoredFile
 from pps.web.common import CheckedToken, check_token, claim_jti, services
 
 files_api = Blueprint("files_api", __name__, url_prefix="/api-ext/files")
+log = logging.getLogger(__name__)
+
+#: ``page`` in file URLs counts from 1 (the first page), as people and shop code count;
+#: the renderer counts from 0.
+FIRST_PAGE = 1
+_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 class TokenMissing(PpsError):
@@ -48,15 +59,30 @@ _JWT_PARAMETER = {
         "(the token is then good for one use)."
     ),
 }
-_IGNORED_PARAMETERS = [
+_IMAGE_PARAMETERS = [
     {
         "name": name,
         "in": "query",
         "required": False,
-        "schema": {"type": "integer"},
-        "description": "Accepted for compatibility; not used yet.",
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_PIXELS},
+        "description": (
+            f"Image {name} in pixels, 1 to {MAX_PIXELS}. With one of width and height the "
+            "other follows the page's aspect ratio; with both the image fits inside them. "
+            "Without either, pages are rendered at 150 dpi. Only for images."
+        ),
     }
-    for name in ("width", "height", "page")
+    for name in ("width", "height")
+] + [
+    {
+        "name": "page",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": FIRST_PAGE, "default": FIRST_PAGE},
+        "description": (
+            f"The page to show, counted from {FIRST_PAGE}; a page the template does not have "
+            "is a 422. Only for images."
+        ),
+    }
 ]
 _REDIRECT_HEADERS = {
     "Location": {
@@ -64,7 +90,7 @@ _REDIRECT_HEADERS = {
         "schema": {"type": "string"},
     },
 }
-_FILE_ERRORS = (400, 401, 403, 404, 503)
+_FILE_ERRORS = (400, 401, 403, 404, 422, 503)
 
 
 @files_api.get("/draft/<draft_hash>/<kind>")
@@ -72,16 +98,20 @@ _FILE_ERRORS = (400, 401, 403, 404, 503)
     tags=["Files"],
     summary="Redirect to a file rendered from a draft",
     description=(
-        "`kind` is `print` (print PDF), `low-res` (low-resolution PDF) or `image` (PNG). "
-        "The answer is a `302` to a short-lived URL of the file itself, which can be fetched "
-        "(also with HEAD and Range) until it expires. `404` with a `message` when the draft "
-        "is not the token's client's or the file has not been rendered yet; `403` when the "
-        "token's `user` does not own the draft; `401` for a token that fails verification or "
-        "was used before."
+        "`kind` is `print` (print PDF with bleed, TrimBox and BleedBox), `low-res` "
+        "(low-resolution proof PDF at trim size) or `image` (PNG of one page). The file is "
+        "rendered from the draft's current values (`apiDefaultValues` overlaid by what the "
+        "customer saved) on the first request and kept for the draft's version: any change "
+        "to the draft makes new files. The answer is a `302` to a short-lived URL of the "
+        "file itself, which can be fetched (also with HEAD and Range) until it expires. "
+        "`422` with `errors` for a bad `width`, `height` or `page`, or when the draft's "
+        "values cannot be rendered (the DataKey is named); `404` when the draft is not the "
+        "token's client's; `403` when the token's `user` does not own the draft; `401` for "
+        "a token that fails verification or was used before."
     ),
     status=302,
     security="jwt",
-    parameters=[_JWT_PARAMETER, *_IGNORED_PARAMETERS],
+    parameters=[_JWT_PARAMETER, *_IMAGE_PARAMETERS],
     errors=_FILE_ERRORS,
     response_description="Redirect to the file.",
     response_headers=_REDIRECT_HEADERS,
@@ -100,12 +130,21 @@ def draft_file(draft_hash: str, kind: str) -> Response:
         raise NotFound("No such draft.")
     if checked.token.user is not None and checked.token.user != draft.user_identifier:
         raise Forbidden("The token's user does not own this draft.")
-    key = draft_file_key(client, draft.draft_hash, draft.version, kind)
-    if svc.storage.stat(key) is None:
-        raise NotFound(f"The {file_kind.label} of this draft has not been rendered yet.")
+    template = svc.repository.get_template(client, draft.template_identifier)
+    if template is None:
+        raise NotFound("The draft's template no longer exists.")
+    page, width, height = 0, None, None
+    if kind == "image":
+        page, width, height = _image_options(template.page_count)
+    stored = _rendered(
+        lambda: render_draft_file(
+            svc.storage, draft, template, kind, page=page, width=width, height=height
+        ),
+        what=f"{file_kind.label} of draft {draft.draft_hash}",
+    )
     return _link_to(
         checked,
-        key=key,
+        key=stored.key,
         filename=draft_file_name(draft.draft_hash, kind),
         content_type=file_kind.content_type,
     )
@@ -116,12 +155,15 @@ def draft_file(draft_hash: str, kind: str) -> Response:
     tags=["Files"],
     summary="Redirect to the preview thumbnail of a template",
     description=(
-        "A `302` to a short-lived URL of the template's preview image. `404` with a "
-        "`message` when the template is not the token's client's or has no preview."
+        "A `302` to a short-lived URL of the template's preview image: the one imported "
+        "with the template (resized when `width` or `height` is given), or else a PNG "
+        "rendered from the template's defaults. Other pages than the first are always "
+        "rendered. `422` with `errors` for a bad `width`, `height` or `page`; `404` with a "
+        "`message` when the template is not the token's client's."
     ),
     status=302,
     security="jwt",
-    parameters=[_JWT_PARAMETER, *_IGNORED_PARAMETERS],
+    parameters=[_JWT_PARAMETER, *_IMAGE_PARAMETERS],
     errors=_FILE_ERRORS,
     response_description="Redirect to the image.",
     response_headers=_REDIRECT_HEADERS,
@@ -136,15 +178,67 @@ def template_preview(template_id: str) -> Response:
     user = checked.token.user
     if user is not None and svc.repository.get_user(client, user) is None:
         raise Forbidden("The token's user is not a user of this client.")
-    key = template.preview_key
-    if not key or svc.storage.stat(key) is None:
-        raise NotFound("This template has no preview image yet.")
+    page, width, height = _image_options(template.page_count)
+    stored = _rendered(
+        lambda: template_preview_file(svc.storage, template, page=page, width=width, height=height),
+        what=f"preview of template {template.identifier}",
+    )
     return _link_to(
         checked,
-        key=key,
-        filename=template_preview_name(template.identifier, key),
-        content_type=content_type_for(key),
+        key=stored.key,
+        filename=template_preview_name(template.identifier, stored.key),
+        content_type=content_type_for(stored.key),
     )
+
+
+def _image_options(page_count: int) -> tuple[int, int | None, int | None]:
+    """``(page counted from 0, width, height)`` from the query; a 422 naming each bad one.
+
+    Checked before anything is rendered or the token's ``jti`` is used up. An empty value
+    counts as absent (some HTTP clients send ``width=`` for an unset option).
+    """
+    errors: dict[str, list[str]] = {}
+    pixels = f"must be a whole number of pixels from 1 to {MAX_PIXELS}"
+    width = _number("width", 1, MAX_PIXELS, pixels, errors)
+    height = _number("height", 1, MAX_PIXELS, pixels, errors)
+    last = FIRST_PAGE + page_count - 1
+    pages = f"page {FIRST_PAGE}" if page_count == 1 else f"pages {FIRST_PAGE} to {last}"
+    page = _number("page", FIRST_PAGE, last, f"must be a page of the template ({pages})", errors)
+    if errors:
+        details = "; ".join(f"{name} {problems[0]}" for name, problems in errors.items())
+        raise ValidationFailed(f"Invalid file options: {details}.", errors=errors)
+    return (0 if page is None else page - FIRST_PAGE), width, height
+
+
+def _number(
+    name: str, low: int, high: int, message: str, errors: dict[str, list[str]]
+) -> int | None:
+    """Query parameter ``name`` as a whole number from ``low`` to ``high``; None if absent."""
+    raw = request.args.get(name, "")
+    if raw == "":
+        return None
+    if not _DIGITS.fullmatch(raw) or not low <= int(raw) <= high:
+        errors[name] = [message]
+        return None
+    return int(raw)
+
+
+def _rendered(render: Callable[[], StoredFile], *, what: str) -> StoredFile:
+    """Run ``render``, turning the renderer's refusals into 422s a shop developer can act on."""
+    try:
+        return render()
+    except InvalidValues as exc:
+        raise ValidationFailed(
+            f"The draft's values cannot be rendered: {exc}", errors=exc.errors
+        ) from exc
+    except (AssetError, TemplateNotRenderable) as exc:
+        # The template, not the request, is at fault: the operator should hear of it.
+        log.warning("cannot render the %s: %s", what, exc)
+        raise ValidationFailed(
+            f"The template cannot be rendered: {exc}", errors={"template": [str(exc)]}
+        ) from exc
+    except RenderError as exc:
+        raise ValidationFailed(f"The file cannot be rendered: {exc}") from exc
 
 
 def _checked_token() -> CheckedToken:

@@ -1,0 +1,110 @@
+"""``/api-ext/pdf-processing``: print files of several drafts, rendered in the background.
+
+The view checks and records the request and queues a job (:mod:`pps.jobs`); the job renders
+each draft's print file (fetched afterwards through ``/api-ext/files/draft/<hash>/print``,
+which then finds it in the cache) and reports state changes to ``stateChangedNotifyUrl``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flask import jsonify, url_for
+from flask.typing import ResponseReturnValue
+
+from pps.api import bp, current_client, ok, services
+from pps.api.body import load
+from pps.api.processing_schemas import ProcessingCreatedOut, ProcessingCreateInput, ProcessingOut
+from pps.errors import NotFound, ServiceUnavailable, ValidationFailed
+from pps.jobs.notify import ForbiddenTarget, check_notify_url
+from pps.jobs.queue import JobQueueUnavailable
+from pps.openapi import operation
+
+log = logging.getLogger("pps")
+
+PROCESSING_NOT_FOUND = "No processing with this id exists for this client."
+#: Unknown ids named in one 422; the rest are counted.
+MAX_NAMED = 20
+
+
+def _short(value: str) -> str:
+    return value if len(value) <= 80 else f"{value[:77]}..."
+
+
+@bp.post("/pdf-processing")
+@operation(
+    tags=["Files"],
+    summary="Render the print files of several drafts in the background",
+    description="Answers at once with `processingId` (no `data` wrapper). Every draft "
+    "starts `pending`, becomes `in-process` while its print PDF is rendered and ends "
+    "`processed` (fetch it through the draft's `print` file endpoint) or `failed` (with "
+    "`message`). Poll `GET /api-ext/pdf-processing/{processingId}`, or pass "
+    "`stateChangedNotifyUrl` to receive that JSON on each change. Every draft must be one "
+    "of the client's; otherwise 422 names the unknown ids and nothing is queued.",
+    body=ProcessingCreateInput,
+    response=ProcessingCreatedOut,
+    status=201,
+    errors=(400, 401, 406, 413, 422, 503),
+    response_headers={
+        "Location": {
+            "description": "URL of the processing's status.",
+            "schema": {"type": "string"},
+        }
+    },
+)
+def create_processing() -> ResponseReturnValue:
+    data = load(ProcessingCreateInput())
+    client = current_client().identifier
+    settings = services().settings
+    store = services().processings
+    draft_ids = list(dict.fromkeys(data["draftIds"]))
+    errors: dict[str, list[str]] = {}
+    known = store.known_drafts(client, draft_ids)
+    unknown = [draft_id for draft_id in draft_ids if draft_id not in known]
+    if unknown:
+        messages = [
+            f"No draft with this hash exists for this client: {_short(draft_id)}"
+            for draft_id in unknown[:MAX_NAMED]
+        ]
+        if len(unknown) > MAX_NAMED:
+            messages.append(f"... and {len(unknown) - MAX_NAMED} more unknown draft ids.")
+        errors["draftIds"] = messages
+    notify_url = data.get("stateChangedNotifyUrl") or None
+    if notify_url is not None:
+        try:
+            check_notify_url(notify_url, allow_private=settings.notify_allow_private)
+        except ForbiddenTarget as exc:
+            errors["stateChangedNotifyUrl"] = [str(exc)]
+    if errors:
+        raise ValidationFailed(errors=errors)
+    processing = store.create(client, draft_ids, notify_url)
+    try:
+        services().jobs.enqueue(client, processing.processing_id, len(draft_ids))
+    except JobQueueUnavailable as exc:
+        log.error("could not queue processing %s: %s", processing.processing_id, exc)
+        store.delete(client, processing.processing_id)
+        raise ServiceUnavailable(
+            "The job queue is unavailable; nothing was queued. Try again shortly."
+        ) from None
+    response = jsonify({"processingId": processing.processing_id})
+    response.status_code = 201
+    response.headers["Location"] = url_for(
+        "api.show_processing", processing_id=processing.processing_id
+    )
+    return response
+
+
+@bp.get("/pdf-processing/<processing_id>")
+@operation(
+    tags=["Files"],
+    summary="Show the state of each draft of a batch",
+    description="`{processingId, draftStates: [{draftId, state, message}]}` without a `data` "
+    "wrapper, drafts in the order they were submitted. The same JSON is what pps POSTs to "
+    "`stateChangedNotifyUrl`.",
+    response=ProcessingOut,
+)
+def show_processing(processing_id: str) -> ResponseReturnValue:
+    processing = services().processings.get(current_client().identifier, processing_id)
+    if processing is None:
+        raise NotFound(PROCESSING_NOT_FOUND)
+    return ok(processing.status())

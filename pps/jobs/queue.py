@@ -1,0 +1,246 @@
+"""Where processing jobs run: an RQ queue on the service's Redis, or a thread in the app.
+
+* **RQ** (``PPS_REDIS_URL`` names Redis, ``PPS_WORKER_MODE`` ``auto`` or ``rq``): the request
+  enqueues ``(client, processingId)`` on the ``pps-processing`` queue and returns; ``pps
+  worker`` (any number of them, on any host that reaches the database, Redis and file
+  storage) renders. Jobs survive app restarts and wait in Redis while no worker runs.
+* **Thread** (no Redis, or ``PPS_WORKER_MODE=thread``): each app process renders its own
+  submissions in one background thread. Single host only: the thread writes to the local
+  file storage, and a job queued in a process that stops is lost (its drafts stay
+  ``pending``). Good for development and small installations.
+
+No Flask here: the app passes a runner, the RQ worker builds services from settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pps.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pps.services import Services
+
+__all__ = [
+    "QUEUE_NAME",
+    "JobQueue",
+    "JobQueueUnavailable",
+    "RqJobQueue",
+    "ThreadJobQueue",
+    "configure_worker",
+    "open_job_queue",
+    "rq_failed",
+    "rq_process",
+    "uses_redis",
+]
+
+log = logging.getLogger("pps.jobs")
+
+QUEUE_NAME = "pps-processing"
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+#: RQ's limit for one job: generous per draft, so a stuck render cannot hold a worker forever.
+JOB_TIMEOUT_BASE = 120
+JOB_TIMEOUT_PER_DRAFT = 60
+#: How long RQ keeps a finished job's record; the status itself lives in the database.
+RESULT_TTL = 3600
+FAILURE_TTL = 7 * 24 * 3600
+
+Runner = Callable[[str, str], object]
+
+
+class JobQueueUnavailable(Exception):
+    """The job could not be queued (Redis is down); nothing will process it."""
+
+
+class JobQueue(Protocol):
+    kind: str
+
+    def enqueue(self, client: str, processing_id: str, draft_count: int) -> None:
+        """Queue the processing; :class:`JobQueueUnavailable` when that is impossible."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def uses_redis(settings: Settings) -> bool:
+    """Whether processing jobs go to RQ (else to a thread in the app process)."""
+    if settings.worker_mode == "thread":
+        return False
+    # PPS_WORKER_MODE=rq without Redis is refused by the settings already.
+    return settings.redis_url.lower().startswith(_REDIS_SCHEMES)
+
+
+def open_job_queue(settings: Settings, runner: Runner) -> JobQueue:
+    """The queue the settings ask for; ``runner(client, processing_id)`` serves the thread."""
+    if uses_redis(settings):
+        return RqJobQueue(settings.redis_url)
+    return ThreadJobQueue(runner)
+
+
+# -- RQ ----------------------------------------------------------------------------------
+
+
+class RqJobQueue:
+    kind = "rq"
+
+    def __init__(self, redis_url: str) -> None:
+        import redis
+        from rq import Queue
+
+        self.connection = redis.Redis.from_url(
+            redis_url, socket_connect_timeout=5, socket_timeout=10
+        )
+        self.queue = Queue(QUEUE_NAME, connection=self.connection)
+
+    def enqueue(self, client: str, processing_id: str, draft_count: int) -> None:
+        import redis
+        from rq import Callback
+
+        try:
+            self.queue.enqueue_call(
+                rq_process,
+                args=(client, processing_id),
+                timeout=JOB_TIMEOUT_BASE + JOB_TIMEOUT_PER_DRAFT * draft_count,
+                result_ttl=RESULT_TTL,
+                failure_ttl=FAILURE_TTL,
+                description=f"pdf-processing {processing_id}",
+                on_failure=Callback(rq_failed),
+            )
+        except redis.RedisError as exc:
+            raise JobQueueUnavailable(str(exc)) from exc
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class _WorkerState:
+    """Services of the RQ job functions, built once per process.
+
+    RQ's default worker forks a child per job; the child must not reuse the parent's
+    database connections, so services are keyed by process id and built anew after a fork.
+    """
+
+    def __init__(self) -> None:
+        self.settings: Settings | None = None
+        self.services: Services | None = None
+        self.owned = False
+        self.pid = 0
+        self.lock = threading.Lock()
+
+
+_worker = _WorkerState()
+
+
+def configure_worker(settings: Settings | None, services: Services | None = None) -> None:
+    """Tell job functions which settings to build services from (``pps worker`` does this).
+
+    ``services`` may be handed over for use in this very process (a non-forking worker).
+    ``configure_worker(None)`` forgets both, closing services built here. Without a call,
+    job functions read the ``PPS_*`` environment, so a plain ``rq worker`` works too.
+    """
+    with _worker.lock:
+        if _worker.owned and _worker.services is not None and _worker.pid == os.getpid():
+            _worker.services.close()
+        _worker.settings = settings
+        _worker.services = services
+        _worker.owned = False
+        _worker.pid = os.getpid() if services is not None else 0
+
+
+def worker_services() -> Services:
+    """The services of this worker process, built on first use after start or fork."""
+    from pps.services import build_services
+
+    with _worker.lock:
+        pid = os.getpid()
+        if _worker.services is None or _worker.pid != pid:
+            settings = _worker.settings or load_settings()
+            _worker.services = build_services(settings)
+            _worker.owned = True
+            _worker.pid = pid
+        return _worker.services
+
+
+def rq_process(client: str, processing_id: str) -> str:
+    """The RQ job: render the processing's drafts. Returns the outcome for ``rq info``."""
+    from pps.jobs.processing import job_from_services, run_processing
+
+    result = run_processing(job_from_services(worker_services()), client, processing_id)
+    if result is None:
+        return "not found"
+    return ", ".join(f"{item.draft_hash}: {item.state}" for item in result.drafts)
+
+
+def rq_failed(job: Any, connection: Any, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+    """RQ's failure callback (job timeout, crashed work horse): fail what is unfinished."""
+    from pps.jobs.processing import fail_processing, job_from_services
+
+    try:
+        client, processing_id = job.args
+    except (TypeError, ValueError):
+        return
+    message = "Rendering was stopped: the job failed or took too long."
+    fail_processing(job_from_services(worker_services()), client, processing_id, message)
+
+
+# -- thread ------------------------------------------------------------------------------
+
+_STOP = object()
+
+
+class ThreadJobQueue:
+    """One background thread per app process, started on the first job.
+
+    Started lazily, and again after a fork, because the app may be built in a parent
+    process (``gunicorn --preload``) whose threads do not survive into the workers.
+    """
+
+    kind = "thread"
+
+    def __init__(self, runner: Runner, *, join_timeout: float = 30.0) -> None:
+        self._runner = runner
+        self._join_timeout = join_timeout
+        self._lock = threading.Lock()
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def enqueue(self, client: str, processing_id: str, draft_count: int) -> None:
+        with self._lock:
+            if self._thread is None or self._pid != os.getpid():
+                self._queue = queue.Queue()
+                self._thread = threading.Thread(
+                    target=self._run, args=(self._queue,), name="pps-processing", daemon=True
+                )
+                self._pid = os.getpid()
+                self._thread.start()
+            self._queue.put((client, processing_id))
+
+    def _run(self, jobs: queue.Queue[Any]) -> None:
+        while True:
+            item = jobs.get()
+            if item is _STOP:
+                return
+            client, processing_id = item
+            try:
+                self._runner(client, processing_id)
+            except Exception:
+                log.exception("processing %s failed", processing_id)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until every queued job has run (tests; a clean shutdown)."""
+        with self._lock:
+            thread, jobs = self._thread, self._queue
+            self._thread = None
+        if thread is None or self._pid != os.getpid():
+            return
+        jobs.put(_STOP)
+        thread.join(timeout)
+
+    def close(self) -> None:
+        self.join(self._join_timeout)

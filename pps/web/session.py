@@ -1,0 +1,55 @@
+"""The signed session cookie, tuned for ``/auth``, which writes a fresh session per request.
+
+Same design as Flask's default (itsdangerous, HMAC, timestamped, refused after
+``permanent_session_lifetime``), with two changes that matter on the hot path:
+
+* the signing serializer is built once per app instead of once per request;
+* the payload is plain compact JSON. Flask's tagged serializer exists to round-trip bytes,
+  tuples and datetimes; pps keeps only strings, numbers and dicts in the session, so the
+  tagging walk is pure overhead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from flask import Flask
+from flask.sessions import SecureCookieSessionInterface
+from itsdangerous import URLSafeTimedSerializer
+
+
+class CompactJson:
+    """The ``dumps``/``loads`` pair itsdangerous expects."""
+
+    @staticmethod
+    def dumps(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+
+    @staticmethod
+    def loads(value: str | bytes) -> Any:
+        return json.loads(value)
+
+
+class PpsSessionInterface(SecureCookieSessionInterface):
+    salt = "pps-session"
+    digest_method = staticmethod(hashlib.sha256)
+    serializer = CompactJson()  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        self._serializers: dict[int, URLSafeTimedSerializer] = {}
+
+    def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
+        if not app.secret_key:
+            return None
+        serializer = self._serializers.get(id(app))
+        if serializer is None:
+            serializer = URLSafeTimedSerializer(
+                app.secret_key,
+                salt=self.salt,
+                serializer=self.serializer,
+                signer_kwargs={"key_derivation": "hmac", "digest_method": self.digest_method},
+            )
+            self._serializers[id(app)] = serializer
+        return serializer

@@ -1,0 +1,147 @@
+"""Helpers of the batch print-file tests: a real HTTP receiver, a renderable template, and
+running queued jobs the way production does (an RQ worker, or the app's own thread)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import redis
+from api_support import make_user
+from flask import Flask
+from rq import Queue, SimpleWorker
+
+from pps.jobs.queue import QUEUE_NAME, configure_worker
+from pps.models import Client, Draft, Template
+from pps.repository.sql import SqlRepository
+
+ROOT = Path(__file__).resolve().parent.parent
+BUSINESS_CARD = json.loads(
+    (ROOT / "examples" / "templates" / "business-card" / "template.json").read_text()
+)
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    """A real HTTP server on 127.0.0.1 that records every request and answers ``status``."""
+
+    status: int = 204
+    headers: dict[str, str] = field(default_factory=dict)
+    requests: list[Received] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                with receiver.lock:
+                    receiver.requests.append(
+                        Received("POST", self.path, dict(self.headers.items()), body)
+                    )
+                self.send_response(receiver.status)
+                for name, value in receiver.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks/pps?shop=1"
+
+    def bodies(self) -> list[Any]:
+        with self.lock:
+            return [item.json() for item in self.requests]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@contextmanager
+def receiver(status: int = 204, headers: dict[str, str] | None = None) -> Iterator[Receiver]:
+    server = Receiver(status=status, headers=headers or {})
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def card_template(repo: SqlRepository, client: Client) -> Template:
+    """The example business card: renders with built-in fonts and no files."""
+    return repo.create_template(
+        client.identifier,
+        name=BUSINESS_CARD["name"],
+        data_keys=BUSINESS_CARD["dataKeys"],
+        custom_attributes={},
+        page_count=1,
+        spec=BUSINESS_CARD,
+    )
+
+
+def card_draft(repo: SqlRepository, client: Client, template: Template, name: str) -> Draft:
+    user = make_user(repo, client)
+    draft = repo.create_draft(
+        client.identifier,
+        user_identifier=user.identifier,
+        template_identifier=template.identifier,
+        intent="customize",
+        api_default_values={"name": name, "email": "ada@example.com"},
+        custom_attributes={},
+    )
+    assert draft is not None
+    return draft
+
+
+def run_jobs(app: Flask, mode: str) -> None:
+    """Run every queued job to its end: an RQ worker in burst mode, or the app's thread."""
+    services = app.extensions["pps"]
+    if mode == "thread":
+        services.jobs.join(timeout=60)
+        return
+    settings = app.extensions["pps.settings"]
+    connection = redis.Redis.from_url(settings.redis_url)
+    # As `pps worker` does; the job builds its own services from the settings.
+    configure_worker(settings)
+    try:
+        worker = SimpleWorker([Queue(QUEUE_NAME, connection=connection)], connection=connection)
+        worker.work(burst=True, logging_level="WARNING")
+    finally:
+        configure_worker(None)
+        connection.close()
+
+
+def snapshot_states(body: dict[str, Any]) -> list[str]:
+    return [item["state"] for item in body["draftStates"]]
