@@ -171,6 +171,18 @@ def test_user_crud(repository: SqlRepository, shop_a: Client) -> None:
     assert repository.update_user(shop_a.identifier, user.identifier, {"title": "x"}) is None
 
 
+def test_user_exists_only_for_its_own_client(repository: SqlRepository, shop_a: Client) -> None:
+    """The /auth fast path: a yes/no lookup that must honour tenancy like every other."""
+    shop_b = repository.create_client("Shop B")
+    user = repository.create_user(shop_a.identifier, {})
+    assert repository.user_exists(shop_a.identifier, user.identifier)
+    assert not repository.user_exists(shop_b.identifier, user.identifier)
+    assert not repository.user_exists(shop_a.identifier, user.identifier.upper() + "x")
+    assert not repository.user_exists(shop_a.identifier, "a\x00b")
+    repository.delete_user(shop_a.identifier, user.identifier)
+    assert not repository.user_exists(shop_a.identifier, user.identifier)
+
+
 def test_create_user_without_fields(repository: SqlRepository, shop_a: Client) -> None:
     user = repository.create_user(shop_a.identifier, {})
     assert user.custom_attributes == {}

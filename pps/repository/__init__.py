@@ -72,6 +72,10 @@ class Repository(Protocol):
 
     def get_user(self, client: str, identifier: str) -> User | None: ...
 
+    def user_exists(self, client: str, identifier: str) -> bool:
+        """Whether ``identifier`` is a user of ``client``; the cheapest lookup there is."""
+        ...
+
     def update_user(
         self, client: str, identifier: str, fields: Mapping[str, Any]
     ) -> User | None: ...

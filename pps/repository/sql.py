@@ -51,6 +51,58 @@ def key_hash(api_key: str) -> str:
     return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
 
 
+# Point lookups on the hot paths (/auth, file links, every API call) are built once: building
+# a select and its cache key on every call cost more than running it.
+_CLIENT_BY_ID = clients.select().where(clients.c.identifier == sa.bindparam("identifier"))
+_CLIENT_BY_KEY_HASH = clients.select().where(
+    clients.c.api_key_hash == sa.bindparam("key_hash"), clients.c.disabled_at.is_(None)
+)
+_USER_BY_ID = users.select().where(
+    users.c.identifier == sa.bindparam("identifier"),
+    users.c.client_identifier == sa.bindparam("client"),
+)
+_USER_EXISTS: sa.Select[Any] = sa.select(sa.literal_column("1")).where(
+    users.c.identifier == sa.bindparam("identifier"),
+    users.c.client_identifier == sa.bindparam("client"),
+)
+_TEMPLATE_BY_ID = templates.select().where(
+    templates.c.identifier == sa.bindparam("identifier"),
+    templates.c.client_identifier == sa.bindparam("client"),
+)
+_DRAFT_BY_HASH = drafts.select().where(
+    drafts.c.draft_hash == sa.bindparam("draft_hash"),
+    drafts.c.client_identifier == sa.bindparam("client"),
+)
+
+
+class _RawLookup:
+    """A prebuilt SELECT run on a pooled DBAPI connection, for yes/no questions on the
+    hottest path (is this a user of that client, at every ``/auth``).
+
+    It skips SQLAlchemy's result machinery, which is most of a point lookup's cost (about
+    60 microseconds against 15 on SQLite); it still uses the engine's pool and dialect.
+    """
+
+    def __init__(self, engine: Engine, statement: sa.Select[Any]) -> None:
+        compiled = statement.compile(dialect=engine.dialect)
+        self._engine = engine
+        self._sql = str(compiled)
+        self._order = list(compiled.positiontup or ())
+
+    def found(self, params: dict[str, Any]) -> bool:
+        args: Any = tuple(params[name] for name in self._order) if self._order else params
+        connection = self._engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            try:
+                cursor.execute(self._sql, args)
+                return cursor.fetchone() is not None
+            finally:
+                cursor.close()
+        finally:
+            connection.close()
+
+
 def create_engine(url: str) -> Engine:
     """An engine with the settings each backend needs to serve several workers at once."""
     if url.startswith("sqlite"):
@@ -146,6 +198,7 @@ class SqlRepository:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = create_engine(url)
+        self._user_exists = _RawLookup(self.engine, _USER_EXISTS)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -211,21 +264,13 @@ class SqlRepository:
         if _impossible(identifier):
             return None
         with self.engine.connect() as conn:
-            row = (
-                conn.execute(clients.select().where(clients.c.identifier == identifier))
-                .mappings()
-                .first()
-            )
+            row = conn.execute(_CLIENT_BY_ID, {"identifier": identifier}).mappings().first()
         return _client(row) if row else None
 
     def find_client_by_api_key(self, api_key: str) -> Client | None:
         with self.engine.connect() as conn:
             row = (
-                conn.execute(
-                    clients.select().where(
-                        clients.c.api_key_hash == key_hash(api_key), clients.c.disabled_at.is_(None)
-                    )
-                )
+                conn.execute(_CLIENT_BY_KEY_HASH, {"key_hash": key_hash(api_key)})
                 .mappings()
                 .first()
             )
@@ -272,17 +317,18 @@ class SqlRepository:
         whole database on write anyway), so a concurrent delete cannot slip in between."""
         if _impossible(client, identifier):
             return None
-        query = users.select().where(
-            users.c.identifier == identifier, users.c.client_identifier == client
-        )
-        if lock:
-            query = query.with_for_update()
-        row = conn.execute(query).mappings().first()
+        query = _USER_BY_ID.with_for_update() if lock else _USER_BY_ID
+        row = conn.execute(query, {"identifier": identifier, "client": client}).mappings().first()
         return _user(row) if row else None
 
     def get_user(self, client: str, identifier: str) -> User | None:
         with self.engine.connect() as conn:
             return self._get_user(conn, client, identifier)
+
+    def user_exists(self, client: str, identifier: str) -> bool:
+        if _impossible(client, identifier):
+            return False
+        return self._user_exists.found({"identifier": identifier, "client": client})
 
     def update_user(self, client: str, identifier: str, fields: Mapping[str, Any]) -> User | None:
         if _impossible(client, identifier):
@@ -382,12 +428,7 @@ class SqlRepository:
             return None
         with self.engine.connect() as conn:
             row = (
-                conn.execute(
-                    templates.select().where(
-                        templates.c.identifier == identifier,
-                        templates.c.client_identifier == client,
-                    )
-                )
+                conn.execute(_TEMPLATE_BY_ID, {"identifier": identifier, "client": client})
                 .mappings()
                 .first()
             )
@@ -460,11 +501,7 @@ class SqlRepository:
             return None
         with self.engine.connect() as conn:
             row = (
-                conn.execute(
-                    drafts.select().where(
-                        drafts.c.draft_hash == draft_hash, drafts.c.client_identifier == client
-                    )
-                )
+                conn.execute(_DRAFT_BY_HASH, {"draft_hash": draft_hash, "client": client})
                 .mappings()
                 .first()
             )

@@ -91,7 +91,7 @@ def login() -> Any:
             MissingClaim("the token has no 'jti'; a login token needs a fresh nonce"),
             login=True,
         )
-    if svc.repository.get_user(client.identifier, token.user) is None:
+    if not svc.repository.user_exists(client.identifier, token.user):
         raise token_error(
             InvalidClaim(f"{token.user!r} is not a user of client {client.identifier!r}"),
             login=True,

@@ -23,9 +23,11 @@ from pps.errors import Forbidden, NotFound, PpsError, ValidationFailed
 from pps.file_keys import (
     DRAFT_FILE_KINDS,
     content_type_for,
+    draft_file_key,
     draft_file_name,
     template_preview_name,
 )
+from pps.models import Draft
 from pps.openapi import operation
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
 from pps.rendering import TemplateNotRenderable, render_draft_file, template_preview_file
@@ -130,23 +132,34 @@ def draft_file(draft_hash: str, kind: str) -> Response:
         raise NotFound("No such draft.")
     if checked.token.user is not None and checked.token.user != draft.user_identifier:
         raise Forbidden("The token's user does not own this draft.")
-    template = svc.repository.get_template(client, draft.template_identifier)
-    if template is None:
-        raise NotFound("The draft's template no longer exists.")
-    page, width, height = 0, None, None
-    if kind == "image":
-        page, width, height = _image_options(template.page_count)
-    stored = _rendered(
-        lambda: render_draft_file(
-            svc.storage, draft, template, kind, page=page, width=width, height=height
-        ),
-        what=f"{file_kind.label} of draft {draft.draft_hash}",
-    )
+    stored = None
+    if kind != "image":
+        # The PDFs' keys need only the draft: a file rendered before is served without
+        # reading the template at all.
+        stored = svc.storage.stat(draft_file_key(client, draft.draft_hash, draft.version, kind))
+    if stored is None:
+        stored = _render_for_draft(draft, kind, file_kind.label)
     return _link_to(
         checked,
         key=stored.key,
         filename=draft_file_name(draft.draft_hash, kind),
         content_type=file_kind.content_type,
+    )
+
+
+def _render_for_draft(draft: Draft, kind: str, label: str) -> StoredFile:
+    svc = services()
+    template = svc.repository.get_template(draft.client_identifier, draft.template_identifier)
+    if template is None:
+        raise NotFound("The draft's template no longer exists.")
+    page, width, height = 0, None, None
+    if kind == "image":
+        page, width, height = _image_options(template.page_count)
+    return _rendered(
+        lambda: render_draft_file(
+            svc.storage, draft, template, kind, page=page, width=width, height=height
+        ),
+        what=f"{label} of draft {draft.draft_hash}",
     )
 
 
