@@ -4,9 +4,9 @@ Same design as Flask's default (itsdangerous, HMAC, timestamped, refused after
 ``permanent_session_lifetime``), with two changes that matter on the hot path:
 
 * the signing serializer is built once per app instead of once per request;
-* the payload is plain compact JSON. Flask's tagged serializer exists to round-trip bytes,
-  tuples and datetimes; pps keeps only strings, numbers and dicts in the session, so the
-  tagging walk is pure overhead.
+* the payload is plain compact JSON, never zlib-compressed. Flask's tagged serializer
+  exists to round-trip bytes, tuples and datetimes; pps keeps only strings, numbers and
+  dicts in the session, so the tagging walk is pure overhead.
 """
 
 from __future__ import annotations
@@ -17,7 +17,16 @@ from typing import Any
 
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
-from itsdangerous import URLSafeTimedSerializer
+from itsdangerous import Serializer, URLSafeTimedSerializer
+from itsdangerous.encoding import base64_encode
+
+
+class UncompressedSerializer(URLSafeTimedSerializer):
+    """Never tries zlib: a session here is a few hundred bytes, compressing them costs more
+    than the bytes it saves. Compressed cookies of older versions still load."""
+
+    def dump_payload(self, obj: Any) -> bytes:
+        return base64_encode(Serializer.dump_payload(self, obj))
 
 
 class CompactJson:
@@ -45,7 +54,7 @@ class PpsSessionInterface(SecureCookieSessionInterface):
             return None
         serializer = self._serializers.get(id(app))
         if serializer is None:
-            serializer = URLSafeTimedSerializer(
+            serializer = UncompressedSerializer(
                 app.secret_key,
                 salt=self.salt,
                 serializer=self.serializer,
