@@ -1,0 +1,604 @@
+"""The shipped nginx config in front of gunicorn: deploy/nginx.conf + deploy/gunicorn.conf.py.
+
+A real nginx runs the site config derived from ``deploy/nginx.conf`` with nothing changed
+but what ties it to a host: the listen port (loopback only, no IPv6 listener), the upstream
+port, the files directory of the ``internal`` location and the access log path. The stock
+``/etc/nginx/nginx.conf`` around it is replaced by a small main config with the same http
+settings whose paths all lie in a temporary folder, so nginx runs without touching
+``/etc``, ``/var`` or ``/run``. gunicorn runs with PPS_X_ACCEL_PREFIX (taken from the
+config's internal location) and PPS_BASE_URL set to the nginx URL, as in production.
+
+Everything is checked through nginx: the API, request ids, login, file links served by
+nginx via X-Accel-Redirect (bytes, Range, HEAD), the internal location, the body limit and
+the JSON error pages. A second deployment with the config's TLS lines switched on checks
+that an ``https://`` PPS_BASE_URL gives Secure session cookies.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import free_port, missing_service, wait_for_port
+from PIL import Image
+from test_e2e_gunicorn import (
+    BIN,
+    GUNICORN_CONF,
+    ROOT,
+    Reply,
+    Server,
+    Shop,
+    _server_env,
+    _stop,
+    create_draft,
+    create_user,
+    local_path,
+)
+
+from pps.settings import Settings
+from pps.template_files import preview_key
+
+pytestmark = pytest.mark.slow
+
+NGINX_CONF = ROOT / "deploy" / "nginx.conf"
+SHIPPED = NGINX_CONF.read_text() if NGINX_CONF.exists() else ""
+MIME_TYPES = Path("/etc/nginx/mime.types")
+REQUEST_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+# -- the config under test ---------------------------------------------------------------
+
+
+def x_accel_prefix(config: str) -> str:
+    """The path of the config's ``internal`` location, without the trailing slash."""
+    found = re.search(r"location (/[^\s{]+)/ \{\s*internal;", config)
+    assert found, "deploy/nginx.conf has no internal location for X-Accel-Redirect"
+    return found.group(1)
+
+
+def body_limit(config: str) -> int:
+    found = re.search(r"^\s*client_max_body_size (\d+)([km]?);", config, re.M)
+    assert found, "deploy/nginx.conf sets no client_max_body_size"
+    return int(found.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[found.group(2)]
+
+
+def _replace_once(text: str, pattern: str, replacement: str) -> str:
+    """Replace the one line ``pattern`` matches, keeping its indentation (group 1)."""
+    new, count = re.subn(
+        pattern, lambda m: m.group(1) + replacement if replacement else "", text, flags=re.M
+    )
+    assert count == 1, f"expected one line matching {pattern!r} in deploy/nginx.conf"
+    return new
+
+
+@dataclass
+class Tls:
+    port: int
+    cert: Path
+    key: Path
+
+    def context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.cert))
+
+
+def site_config(
+    *,
+    listen_port: int,
+    upstream_port: int,
+    files_dir: Path,
+    access_log: Path,
+    tls: Tls | None = None,
+) -> str:
+    """deploy/nginx.conf with only its host-specific lines changed."""
+    text = SHIPPED
+    text = _replace_once(text, r"^(\s*)listen 80;$", f"listen 127.0.0.1:{listen_port};")
+    text = _replace_once(text, r"^(\s*)listen \[::\]:80;\n", "")
+    text = _replace_once(
+        text, r"^(\s*)server 127\.0\.0\.1:8000;$", f"server 127.0.0.1:{upstream_port};"
+    )
+    text = _replace_once(text, r"^(\s*)alias /var/lib/pps/files/;$", f"alias {files_dir}/;")
+    text = _replace_once(
+        text,
+        r"^(\s*)access_log /var/log/nginx/pps\.access\.log pps;$",
+        f"access_log {access_log} pps;",
+    )
+    if tls is not None:  # the commented TLS lines, switched on
+        text = _replace_once(text, r"^(\s*)# listen 443 ssl;$", f"listen 127.0.0.1:{tls.port} ssl;")
+        text = _replace_once(text, r"^(\s*)# listen \[::\]:443 ssl;\n", "")
+        text = _replace_once(
+            text, r"^(\s*)# ssl_certificate\s+\S+;$", f"ssl_certificate {tls.cert};"
+        )
+        text = _replace_once(
+            text, r"^(\s*)# ssl_certificate_key\s+\S+;$", f"ssl_certificate_key {tls.key};"
+        )
+    return text
+
+
+def main_config(tmp: Path, site: Path) -> str:
+    """Debian's stock nginx.conf, reduced to its http settings, with every path in ``tmp``."""
+    temp_paths = "\n".join(
+        f"    {kind}_temp_path {tmp / 'temp' / kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    types = (
+        f"include {MIME_TYPES};"
+        if MIME_TYPES.exists()
+        else "types { image/png png; application/pdf pdf; }"
+    )
+    # As root, nginx would switch its workers to 'nobody', who cannot read pytest's
+    # private temporary folders; unprivileged, the user directive is ignored anyway.
+    user = "user root;" if os.geteuid() == 0 else ""
+    return f"""{user}
+worker_processes 2;
+pid {tmp / "nginx.pid"};
+error_log {tmp / "error.log"} notice;
+events {{
+    worker_connections 256;
+}}
+http {{
+    sendfile on;
+    tcp_nopush on;
+    types_hash_max_size 2048;
+    {types}
+    default_type application/octet-stream;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    access_log {tmp / "access.log"};
+    gzip on;
+{temp_paths}
+    include {site};
+}}
+"""
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+    if found is None:
+        missing_service("nginx is not installed (Debian: apt-get install nginx-light)")
+    assert found is not None
+    return found
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed: no certificate for the TLS check")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    done = subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return cert, key
+
+
+# -- the deployment ----------------------------------------------------------------------
+
+
+@dataclass
+class Deployment:
+    """nginx on ``server.port`` (and ``tls.port``) in front of gunicorn on ``gunicorn_port``."""
+
+    server: Server  # port and base_url are nginx's; env is gunicorn's and the CLI's
+    gunicorn_port: int
+    files_dir: Path
+    access_log: Path
+    tls: Tls | None = None
+    gunicorn: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def start_gunicorn(self) -> None:
+        with self.server.log.open("ab") as log:
+            self.gunicorn = subprocess.Popen(
+                [str(BIN / "gunicorn"), "-c", str(GUNICORN_CONF), "--workers", "2", "wsgi:app"],
+                env=self.server.env,
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            wait_for_port(self.gunicorn_port, timeout=30)
+        except RuntimeError:
+            self.stop_gunicorn()
+            pytest.fail(f"gunicorn did not start:\n{self.server.log.read_text()}")
+
+    def stop_gunicorn(self) -> int | None:
+        if self.gunicorn is None:
+            return None
+        _stop(self.gunicorn)
+        code = self.gunicorn.returncode
+        self.gunicorn = None
+        return code
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Reply:
+        return self.server.call(method, path, **kwargs)
+
+    def call_tls(self, method: str, path: str, *, headers: dict[str, str] | None = None) -> Reply:
+        assert self.tls is not None
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", self.tls.port, timeout=30, context=self.tls.context()
+        )
+        try:
+            conn.request(method, path, headers=headers or {})
+            response = conn.getresponse()
+            return Reply(response.status, response.headers, response.read())
+        finally:
+            conn.close()
+
+
+def _wait_for(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def deploy(tmp: Path, redis_url: str, *, with_tls: bool) -> Iterator[Deployment]:
+    """Set up pps as an operator would, start gunicorn and nginx; stop both at the end."""
+    if not SHIPPED:
+        pytest.fail("deploy/nginx.conf is missing")
+    nginx = nginx_binary()
+    nginx_port, gunicorn_port = free_port(), free_port()
+    tls = None
+    if with_tls:
+        cert, key = self_signed_certificate(tmp)
+        tls = Tls(free_port(), cert, key)
+    public_url = f"https://127.0.0.1:{tls.port}" if tls else f"http://127.0.0.1:{nginx_port}"
+    files_dir = tmp / "files"
+    files_dir.mkdir()
+    env = _server_env(
+        gunicorn_port, tmp / "instance", f"sqlite:///{tmp / 'pps.sqlite3'}", redis_url
+    )
+    env.update(
+        PPS_BASE_URL=public_url,
+        PPS_FILES_DIR=str(files_dir),
+        PPS_X_ACCEL_PREFIX=x_accel_prefix(SHIPPED),
+    )
+    dep = Deployment(
+        server=Server(nginx_port, public_url, env, tmp / "instance", tmp / "gunicorn.log"),
+        gunicorn_port=gunicorn_port,
+        files_dir=files_dir,
+        access_log=tmp / "pps.access.log",
+        tls=tls,
+    )
+    dep.server.pps("db", "upgrade")
+
+    site = tmp / "pps.conf"
+    site.write_text(
+        site_config(
+            listen_port=nginx_port,
+            upstream_port=gunicorn_port,
+            files_dir=files_dir,
+            access_log=dep.access_log,
+            tls=tls,
+        )
+    )
+    conf = tmp / "nginx.conf"
+    conf.write_text(main_config(tmp, site))
+    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (tmp / "temp" / kind).mkdir(parents=True)
+    command = [nginx, "-p", str(tmp), "-c", str(conf), "-g", "daemon off;"]
+    checked = subprocess.run(
+        [*command, "-t"], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert checked.returncode == 0, f"nginx -t refused the config:\n{checked.stderr}"
+
+    nginx_log = tmp / "nginx.out"
+    dep.start_gunicorn()
+    try:
+        with nginx_log.open("wb") as log:
+            proc = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        try:
+            try:
+                wait_for_port(nginx_port, timeout=15)
+            except RuntimeError:
+                pytest.fail(
+                    f"nginx did not start:\n{nginx_log.read_text()}"
+                    f"{(tmp / 'error.log').read_text() if (tmp / 'error.log').exists() else ''}"
+                )
+            yield dep
+        finally:
+            _stop(proc)
+    finally:
+        code = dep.stop_gunicorn()
+    assert code == 0, f"gunicorn exited with {code}:\n{dep.server.log.read_text()}"
+
+
+def noisy_png(width: int = 160, height: int = 120) -> bytes:
+    """A preview of some 20 KB that does not compress away, so ranges have room to work."""
+    out = io.BytesIO()
+    Image.effect_noise((width, height), 64).save(out, "PNG")
+    return out.getvalue()
+
+
+def set_up_shop(dep: Deployment, folder: Path) -> Shop:
+    server = dep.server
+    created = server.pps("client", "create", "--name", "Shop", "--json")
+    (folder / "preview.png").write_bytes(noisy_png())
+    template_file = folder / "card.json"
+    template_file.write_text(
+        json.dumps({"name": "Card", "dataKeys": ["firstName"], "preview": "preview.png"})
+    )
+    imported = server.pps(
+        "template", "import", str(template_file), "--client", created["identifier"], "--json"
+    )
+    shop = Shop(server, created["identifier"], created["apiKey"], imported["identifier"], "", "")
+    shop.user = create_user(shop.api)
+    shop.draft_hash = create_draft(shop.api, shop.template, shop.user)["draftHash"]
+    return shop
+
+
+@pytest.fixture(scope="module")
+def deployment(
+    tmp_path_factory: pytest.TempPathFactory, redis_server: tuple[str, bool]
+) -> Iterator[Deployment]:
+    yield from deploy(tmp_path_factory.mktemp("nginx"), redis_server[0], with_tls=False)
+
+
+@pytest.fixture(scope="module")
+def shop(deployment: Deployment, tmp_path_factory: pytest.TempPathFactory) -> Shop:
+    return set_up_shop(deployment, tmp_path_factory.mktemp("nginx-template"))
+
+
+def session_cookie(reply: Reply) -> Any:
+    cookies = SimpleCookie()
+    for raw in reply.headers.get_all("Set-Cookie") or []:
+        cookies.load(raw)
+    assert "pps_session" in cookies, reply.headers
+    return cookies["pps_session"]
+
+
+def file_link(shop: Shop) -> str:
+    """The ``/files/<link>/<name>`` path the preview endpoint redirects to."""
+    now = int(time.time())
+    token = shop.sign({"client": shop.client, "iat": now, "exp": now + 300})
+    reply = shop.server.call(
+        "GET", f"/api-ext/files/template/{shop.template}/page-preview-thumb?jwt={token}"
+    )
+    assert reply.status == 302, reply.body
+    location = reply.header("Location") or ""
+    assert location.startswith(f"{shop.server.base_url}/files/"), location
+    return local_path(location, shop.server.base_url)
+
+
+def stored_preview(dep: Deployment, shop: Shop) -> bytes:
+    return (dep.files_dir / preview_key(shop.client, shop.template)).read_bytes()
+
+
+# -- the config itself -------------------------------------------------------------------
+
+
+def test_body_limit_of_nginx_matches_the_app_default() -> None:
+    assert body_limit(SHIPPED) == Settings().max_body_bytes
+
+
+# -- the API and request ids -------------------------------------------------------------
+
+
+def test_api_through_nginx_creates_a_user(shop: Shop) -> None:
+    reply = shop.api("POST", "/api-ext/user", body=b"{}", Content_Type="application/json")
+    assert reply.status == 201, reply.body
+    assert reply.header("Content-Type") == "application/json"
+    assert (reply.header("Server") or "").startswith("nginx")
+    assert reply.json()["data"]["identifier"]
+
+
+def test_request_id_of_nginx_reaches_the_app_and_comes_back(
+    deployment: Deployment, shop: Shop
+) -> None:
+    # nginx replaces whatever the client sends with its own $request_id.
+    reply = shop.api("GET", f"/api-ext/template/{shop.template}", X_Request_ID="from-the-client")
+    assert reply.status == 200, reply.body
+    rid = reply.header("X-Request-ID") or ""
+    assert REQUEST_ID.match(rid), rid
+
+    def logged(path: Path) -> bool:
+        return path.exists() and f"rid={rid}" in path.read_text()
+
+    _wait_for(lambda: logged(deployment.access_log), f"rid={rid} in nginx's access log")
+    _wait_for(lambda: logged(deployment.server.log), f"rid={rid} in gunicorn's access log")
+
+
+# -- login -------------------------------------------------------------------------------
+
+
+def test_login_through_nginx_works_once(shop: Shop) -> None:
+    token = shop.login_token()
+    reply = shop.auth(token)
+    assert reply.status == 302, reply.body
+    assert reply.header("Location") == shop.editor_url()
+    cookie = session_cookie(reply)
+    assert not cookie["secure"]  # PPS_BASE_URL is http://
+
+    editor = shop.server.call(
+        "GET",
+        local_path(shop.editor_url(), shop.server.base_url),
+        headers={"Cookie": f"pps_session={cookie.value}"},
+    )
+    assert editor.status == 200, editor.body
+
+    replay = shop.auth(token)
+    assert replay.status == 401, replay.body
+
+
+# -- files via X-Accel-Redirect ----------------------------------------------------------
+
+
+def test_file_link_bytes_are_sent_by_nginx(deployment: Deployment, shop: Shop) -> None:
+    path = file_link(shop)
+    data = stored_preview(deployment, shop)
+
+    reply = shop.server.call("GET", path)
+    assert reply.status == 200, reply.body
+    # gunicorn answers with headers only; these bytes can only come from nginx.
+    assert reply.body == data
+    assert reply.header("Content-Length") == str(len(data))
+    assert reply.header("X-Accel-Redirect") is None
+    assert reply.header("Accept-Ranges") == "bytes"
+    # What pps sets on a file response survives the redirect.
+    assert reply.header("Content-Type") == "image/png"
+    assert (reply.header("Content-Disposition") or "").startswith("inline;")
+    assert reply.header("Cache-Control") == "private, no-store"
+    assert reply.header("Referrer-Policy") == "no-referrer"
+    assert reply.header("X-Content-Type-Options") == "nosniff"
+    # The id nginx sent to pps with this request, not a fresh one from the redirect.
+    rid = reply.header("X-Request-ID") or ""
+    assert REQUEST_ID.match(rid), rid
+    _wait_for(lambda: f"rid={rid}" in deployment.server.log.read_text(), "rid in gunicorn's log")
+
+
+def test_file_link_range_request_is_206(deployment: Deployment, shop: Shop) -> None:
+    path = file_link(shop)
+    data = stored_preview(deployment, shop)
+    assert len(data) > 2000
+
+    reply = shop.server.call("GET", path, headers={"Range": "bytes=1000-1999"})
+    assert reply.status == 206, reply.body
+    assert reply.body == data[1000:2000]
+    assert reply.header("Content-Range") == f"bytes 1000-1999/{len(data)}"
+
+    tail = shop.server.call("GET", path, headers={"Range": "bytes=-16"})
+    assert tail.status == 206
+    assert tail.body == data[-16:]
+
+
+def test_file_link_head_has_the_headers_and_no_body(deployment: Deployment, shop: Shop) -> None:
+    path = file_link(shop)
+    data = stored_preview(deployment, shop)
+    reply = shop.server.call("HEAD", path)
+    assert reply.status == 200
+    assert reply.body == b""
+    assert reply.header("Content-Length") == str(len(data))
+    assert reply.header("Content-Type") == "image/png"
+
+
+def test_internal_location_is_not_reachable_from_outside(
+    deployment: Deployment, shop: Shop
+) -> None:
+    prefix = x_accel_prefix(SHIPPED)
+    key = preview_key(shop.client, shop.template)
+    assert (deployment.files_dir / key).is_file()
+    for path in (f"{prefix}/{key}", f"{prefix}/", f"/x/..{prefix}/{key}"):
+        reply = shop.server.call("GET", path)
+        assert reply.status == 404, (path, reply.status)
+        assert stored_preview(deployment, shop) not in reply.body
+
+
+# -- errors nginx answers itself ---------------------------------------------------------
+
+
+def assert_json_error(reply: Reply, status: int) -> None:
+    assert reply.status == status, reply.body
+    assert (reply.header("Content-Type") or "").startswith("application/json"), reply.headers
+    assert reply.json()["message"]
+
+
+def test_body_over_the_limit_is_a_json_413(shop: Shop) -> None:
+    too_large = b"x" * (body_limit(SHIPPED) + 1)
+    reply = shop.api("POST", "/api-ext/user", body=too_large, Content_Type="application/json")
+    assert_json_error(reply, 413)
+
+    # The same without a Content-Length: nginx counts a chunked body as it arrives.
+    conn = http.client.HTTPConnection("127.0.0.1", shop.server.port, timeout=30)
+    try:
+        chunks = (too_large[i : i + 65536] for i in range(0, len(too_large), 65536))
+        conn.request(
+            "POST",
+            "/api-ext/user",
+            body=chunks,
+            headers={
+                "Authorization": f"Bearer {shop.api_key}",
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+            },
+            encode_chunked=True,
+        )
+        response = conn.getresponse()
+        chunked = Reply(response.status, response.headers, response.read())
+    finally:
+        conn.close()
+    assert_json_error(chunked, 413)
+
+
+def test_gunicorn_down_is_a_json_502_and_recovers(deployment: Deployment, shop: Shop) -> None:
+    assert deployment.stop_gunicorn() == 0, deployment.server.log.read_text()
+    try:
+        reply = shop.api("GET", f"/api-ext/template/{shop.template}")
+        assert_json_error(reply, 502)
+        assert reply.header("Retry-After") == "5"
+    finally:
+        deployment.start_gunicorn()
+    again = shop.api("GET", f"/api-ext/template/{shop.template}")
+    assert again.status == 200, again.body
+
+
+# -- TLS ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_deployment(
+    tmp_path_factory: pytest.TempPathFactory, redis_server: tuple[str, bool]
+) -> Iterator[Deployment]:
+    yield from deploy(tmp_path_factory.mktemp("nginx-tls"), redis_server[0], with_tls=True)
+
+
+def test_https_base_url_behind_nginx_tls_gives_secure_cookies(
+    tls_deployment: Deployment, tmp_path: Path
+) -> None:
+    shop = set_up_shop(tls_deployment, tmp_path)
+    assert shop.server.base_url.startswith("https://")
+    reply = tls_deployment.call_tls("GET", f"/auth?jwt={shop.login_token()}")
+    assert reply.status == 302, reply.body
+    assert reply.header("Location") == shop.editor_url()
+    cookie = session_cookie(reply)
+    assert cookie["secure"]
+    assert cookie["httponly"]
+
+    editor = tls_deployment.call_tls(
+        "GET",
+        local_path(shop.editor_url(), shop.server.base_url),
+        headers={"Cookie": f"pps_session={cookie.value}"},
+    )
+    assert editor.status == 200, editor.body
+
+    # File links point at the https URL and are served over TLS by nginx.
+    served = tls_deployment.call_tls("GET", file_link(shop))
+    assert served.status == 200, served.body
+    assert served.body == stored_preview(tls_deployment, shop)
