@@ -33,6 +33,7 @@ from pps.repository.sql import upgrade_database
 from pps.services import Services
 from pps.settings import SettingsError
 from pps.template_files import (
+    TemplateFile,
     TemplateFileError,
     UnknownClient,
     import_template,
@@ -44,14 +45,21 @@ __all__ = ["main", "pps_group"]
 DEMO_CLIENT = "DemoShop"
 DEMO_CLIENT_NAME = "Demo shop"
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "templates"
-DEMO_TEMPLATE_FILE = EXAMPLES_DIR / "demo-card.json"
+#: The demo draft's template: a card with pages, so the editor shows something to edit.
+DEMO_TEMPLATE_FILE = EXAMPLES_DIR / "business-card" / "template.json"
 DEMO_USER = {"first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.com"}
+#: The demo draft's apiDefaultValues: those of these keys its template has.
 DEMO_VALUES = {
+    # examples/templates/business-card
+    "name": "Ada Lovelace",
+    "title": "Analyst Programmer",
+    "phone": "+44 20 7946 0000",
+    "email": "ada@example.com",
+    "url": "https://example.com/ada",
+    # the minimal demo-card.json and templates like it
     "firstName": "Ada",
     "lastName": "Lovelace",
     "jobTitle": "Analyst",
-    "email": "ada@example.com",
-    "phone": "+44 20 7946 0000",
 }
 #: How long the printed demo login URL stays valid.
 DEMO_LOGIN_TTL = 24 * 3600
@@ -367,7 +375,7 @@ def template_list(client_id: str | None, as_json: bool) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     default=DEMO_TEMPLATE_FILE,
     show_default=True,
-    help="Template file for the demo template.",
+    help="Template file of the demo draft's template (imported unless the client has it).",
 )
 @click.option(
     "--examples",
@@ -381,15 +389,21 @@ def template_list(client_id: str | None, as_json: bool) -> None:
 def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
     """Make sure demo data exists and print a fresh, single-use login URL.
 
-    Creates (once) client DemoShop, the demo template, a user and a draft, and imports the
-    example templates (those already there are skipped); running it again reuses them all.
-    Each run prints a new login URL, since every login token works only once.
+    Creates (once) client DemoShop, imports the example templates (those already there are
+    skipped) and the demo template (the business card example), and creates a user and a
+    draft on the demo template; running it again reuses them all. Each run prints a new
+    login URL, since every login token works only once.
     """
+    try:
+        spec = load_template_file(template_file)
+    except TemplateFileError as exc:
+        raise click.ClickException(str(exc)) from None
     services = _services()
     settings = services.settings
     client = _demo_client(services)
-    template = _demo_template(services, client, template_file)
+    # Examples first, so the demo template counts as imported now when it is one of them.
     examples = _demo_examples(services, client, examples_dir)
+    template = _demo_template(services, client, spec)
     user, draft = _demo_user_and_draft(services, client, template)
 
     now = int(time.time())
@@ -483,11 +497,7 @@ def _demo_client(services: Services) -> Client:
         return client
 
 
-def _demo_template(services: Services, client: Client, template_file: Path) -> Template:
-    try:
-        spec = load_template_file(template_file)
-    except TemplateFileError as exc:
-        raise click.ClickException(str(exc)) from None
+def _demo_template(services: Services, client: Client, spec: TemplateFile) -> Template:
     repository = services.repository
     if spec.identifier is not None:
         existing = repository.get_template(client.identifier, spec.identifier)
@@ -545,25 +555,47 @@ def _demo_examples(
 def _demo_user_and_draft(
     services: Services, client: Client, template: Template
 ) -> tuple[User, Draft]:
+    """The demo draft on ``template`` and its user, made when missing.
+
+    Demo drafts carry the custom attribute ``demo``. The user of an earlier demo draft on
+    another template (DemoCard, before the business card) gets a new draft on this one.
+    """
     repository = services.repository
-    for draft in repository.list_drafts(client.identifier, per_page=100).items:
-        if draft.template_identifier != template.identifier:
-            continue
+    demo_user: User | None = None
+    for draft in _demo_drafts(services, client):
         user = repository.get_user(client.identifier, draft.user_identifier)
-        if user is not None:
+        if user is None:
+            continue
+        if draft.template_identifier == template.identifier:
             return user, draft
-    user = repository.create_user(client.identifier, {**DEMO_USER, "locale": "en"})
+        demo_user = demo_user or user
+    if demo_user is None:
+        demo_user = repository.create_user(client.identifier, {**DEMO_USER, "locale": "en"})
     values = {key: value for key, value in DEMO_VALUES.items() if key in template.data_keys}
     new_draft = repository.create_draft(
         client.identifier,
-        user_identifier=user.identifier,
+        user_identifier=demo_user.identifier,
         template_identifier=template.identifier,
         intent="customize",
         api_default_values=values,
         custom_attributes={"demo": True},
     )
-    assert new_draft is not None
-    return user, new_draft
+    if new_draft is None:  # the user or the template was deleted meanwhile
+        raise click.ClickException("The demo data changed while it was made; run 'pps demo' again.")
+    return demo_user, new_draft
+
+
+def _demo_drafts(services: Services, client: Client) -> list[Draft]:
+    """Every draft of the client marked ``demo``, oldest first."""
+    repository = services.repository
+    found: list[Draft] = []
+    page = 1
+    while True:
+        listed = repository.list_drafts(client.identifier, page=page, per_page=100)
+        found += [draft for draft in listed.items if draft.custom_attributes.get("demo") is True]
+        if page >= listed.last_page:
+            return found
+        page += 1
 
 
 pps_group.add_command(worker)  # pps worker: batch print-file jobs (pps/jobs/cli.py)

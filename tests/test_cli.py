@@ -19,6 +19,7 @@ from click.testing import Result
 from flask import Flask
 from flask.testing import FlaskCliRunner
 
+from pps.render import parse_spec, validate_values
 from pps.repository.sql import SqlRepository
 from pps.template_files import PNG_SIGNATURE, preview_key
 from pps.tokens import verify_token
@@ -333,23 +334,34 @@ def test_demo_is_idempotent_and_prints_a_fresh_login_each_time(
         assert first[key] == second[key]
     assert first["loginUrl"] != second["loginUrl"]
     assert [c.identifier for c in repo.list_clients() if c.name == "Demo shop"] == ["DemoShop"]
-    # The demo template and the examples, each imported once.
+    # The examples, each imported once; the demo draft is on the business card among them.
+    assert first["template"] == "business-card"
     assert sorted(t.identifier for t in repo.list_templates("DemoShop").items) == [
-        "DemoCard",
         "business-card",
         "postcard-a6",
     ]
-    assert repo.list_drafts("DemoShop").total == 1
+    drafts = repo.list_drafts("DemoShop", per_page=100).items
+    assert [d.draft_hash for d in drafts if d.template_identifier == "business-card"] == [
+        first["draft"]
+    ]
 
     client = repo.get_client("DemoShop")
     assert client is not None and client.name == "Demo shop"
     assert client.allowed_origins == ("http://localhost",)  # the origin of base_url
-    template = repo.get_template("DemoShop", first["template"])
-    assert template is not None and template.preview_key is not None
-    assert app.extensions["pps"].storage.read(template.preview_key).startswith(PNG_SIGNATURE)
     draft = repo.get_draft("DemoShop", first["draft"])
     assert draft is not None and draft.user_identifier == first["user"]
-    assert draft.api_default_values["firstName"] == "Ada"
+    assert draft.custom_attributes == {"demo": True}
+    assert draft.api_default_values == {
+        "name": "Ada Lovelace",
+        "title": "Analyst Programmer",
+        "phone": "+44 20 7946 0000",
+        "email": "ada@example.com",
+        "url": "https://example.com/ada",
+    }
+    # The values fit the card, so the editor opens without errors.
+    card = Path(__file__).resolve().parent.parent / "examples/templates/business-card"
+    spec = parse_spec(json.loads((card / "template.json").read_text()), card)
+    assert validate_values(spec, draft.api_default_values) == {}
 
     url = urlsplit(second["loginUrl"])
     assert f"{url.scheme}://{url.netloc}{url.path}" == "http://localhost/auth"
@@ -372,11 +384,51 @@ def test_demo_login_url_logs_in_once(runner: FlaskCliRunner, app: Flask) -> None
     again = app.test_client().get(f"{url.path}?{url.query}")
     assert again.status_code != 302
 
+    # The editor opens on the business card, filled in with the demo values.
+    editor = browser.get(urlsplit(response.headers["Location"]).path)
+    assert editor.status_code == 200
+    page = editor.get_data(as_text=True)
+    assert 'value="Ada Lovelace"' in page and 'value="ada@example.com"' in page
+
+
+def test_demo_moves_an_old_democard_demo_to_the_business_card(
+    runner: FlaskCliRunner, repo: SqlRepository
+) -> None:
+    # PostgreSQL's database is shared by the run: start without demo drafts.
+    if repo.get_client("DemoShop") is not None:
+        for draft in repo.list_drafts("DemoShop", per_page=100).items:
+            if draft.custom_attributes.get("demo") is True:
+                repo.delete_user("DemoShop", draft.user_identifier)
+    # What 'pps demo' made before it used the business card: a draft on DemoCard.
+    demo_card = Path(__file__).resolve().parent.parent / "examples/templates/demo-card.json"
+    old = ok_json(pps(runner, "demo", "--template", str(demo_card), "--json"))
+    assert old["template"] == "DemoCard"
+
+    new = ok_json(pps(runner, "demo", "--json"))
+    assert new["template"] == "business-card"
+    assert new["user"] == old["user"]  # the demo user is reused
+    assert new["draft"] != old["draft"]
+    draft = repo.get_draft("DemoShop", new["draft"])
+    assert draft is not None and draft.template_identifier == "business-card"
+    assert draft.api_default_values["name"] == "Ada Lovelace"
+    old_draft = repo.get_draft("DemoShop", old["draft"])
+    assert old_draft is not None and old_draft.template_identifier == "DemoCard"  # kept
+
+    again = ok_json(pps(runner, "demo", "--json"))
+    assert (again["user"], again["draft"]) == (new["user"], new["draft"])
+    demo_drafts = [
+        d.draft_hash
+        for d in repo.list_drafts("DemoShop", per_page=100).items
+        if d.custom_attributes.get("demo") is True
+    ]
+    assert sorted(demo_drafts) == sorted([old["draft"], new["draft"]])
+
 
 def test_demo_human_output(runner: FlaskCliRunner) -> None:
     result = pps(runner, "demo")
     assert result.exit_code == 0, result.output
     assert "client    DemoShop (Demo shop)" in result.stdout
+    assert "template  business-card (Business card)" in result.stdout
     assert "http://localhost/auth?jwt=" in result.stdout
     assert "works ONCE" in result.stdout
     lines = result.stdout.splitlines()

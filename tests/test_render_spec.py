@@ -367,6 +367,24 @@ def test_a_fixed_text_or_default_that_cannot_fit_is_refused(files: Path) -> None
     assert errors[1].startswith("pages[1].elements[0].text: is too long for its box")
 
 
+def test_checks_after_parsing_name_the_element_index_in_the_file(files: Path) -> None:
+    data = template(dataKeys=["name"])
+    first = data["pages"][0]["elements"]
+    first.insert(0, {"type": "circle", "box": box(0, 0, 1, 1)})
+    second = data["pages"][1]["elements"]
+    second.insert(0, {"type": "text", "dataKey": "name", "box": box(0, 0, -1, 1)})
+    (files / "logo.png").write_bytes(b"GIF89a")
+    paths = [error.split(": ", 1)[0] for error in errors_of(data, files)]
+    # qr moved from elements[1] to [2], image from [2] to [3], the font text from [0] to [1].
+    assert "pages[0].elements[2].dataKey" in paths
+    assert "pages[0].elements[3].file" in paths
+    (files / "logo.png").unlink()
+    write_png(files / "logo.png")
+    data["pages"][1]["elements"][1]["text"] = "W" * 80
+    paths = [error.split(": ", 1)[0] for error in errors_of(data, files)]
+    assert "pages[1].elements[1].text" in paths
+
+
 def test_a_default_longer_than_max_length_is_refused() -> None:
     data = edit("pages.0.elements.0.maxLength", 3)
     data["pages"][0]["elements"][0]["default"] = "four"

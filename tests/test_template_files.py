@@ -463,10 +463,6 @@ def test_every_kind_of_file_error_is_reported_by_its_path(tmp_path: Path) -> Non
     assert "pages[0].background.pdf: 'fake.pdf' is not a PDF file" in errors
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pps.render.spec numbers elements after dropping invalid ones (reported)",
-)
 def test_file_errors_after_an_invalid_element_keep_their_index(tmp_path: Path) -> None:
     (tmp_path / "photo.png").write_bytes(b"GIF89a")
     document = {

@@ -309,6 +309,9 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path | None = None) -> Templat
     bleed = 0.0 if bleed is None else bleed
 
     pages: list[Page] = []
+    # Every valid element with its path in the file: errors found after parsing must name
+    # the element's index in the file, not its index among the valid ones.
+    placed: list[tuple[str, Element]] = []
     page_count_value = data.get("pageCount")
     if has_pages:
         raw_pages = data["pages"]
@@ -317,7 +320,9 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path | None = None) -> Templat
         elif len(raw_pages) > MAX_PAGES:
             c.error("pages", f"must have at most {MAX_PAGES} pages, got {len(raw_pages)}")
         else:
-            pages = [_page(c, raw, f"pages[{index}]") for index, raw in enumerate(raw_pages)]
+            pages = [
+                _page(c, raw, f"pages[{index}]", placed) for index, raw in enumerate(raw_pages)
+            ]
         if (
             page_count_value is not None
             and isinstance(raw_pages, list)
@@ -331,9 +336,9 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path | None = None) -> Templat
         count = c.integer(data, "pageCount", "", ge=1, le=MAX_PAGES, default=1) or 1
         pages = [Page(background=None, elements=()) for _ in range(count)]
 
-    data_keys, fields = _fields(c, pages, listed)
+    data_keys, fields = _fields(c, placed, listed)
     if base_dir is not None:
-        _check_files(c, pages, DirectoryAssets(base_dir), width, height)
+        _check_files(c, pages, placed, DirectoryAssets(base_dir), width, height)
     if c.errors:
         raise SpecError(c.errors)
     return TemplateSpec(
@@ -388,7 +393,8 @@ def _data_keys(c: _Checker, data: Mapping[str, Any]) -> list[str] | None:
     return list(seen)
 
 
-def _page(c: _Checker, raw: Any, path: str) -> Page:
+def _page(c: _Checker, raw: Any, path: str, placed: list[tuple[str, Element]]) -> Page:
+    """One page; each valid element is also appended to ``placed`` with its path."""
     obj = c.obj(raw, path, {"background", "elements"})
     if obj is None:
         return Page(background=None, elements=())
@@ -403,9 +409,11 @@ def _page(c: _Checker, raw: Any, path: str) -> Page:
         c.error(f"{path}.elements", f"must have at most {MAX_ELEMENTS} elements")
     else:
         for index, raw_element in enumerate(raw_elements):
-            element = _element(c, raw_element, f"{path}.elements[{index}]")
+            element_path = f"{path}.elements[{index}]"
+            element = _element(c, raw_element, element_path)
             if element is not None:
                 elements.append(element)
+                placed.append((element_path, element))
     return Page(background=background, elements=tuple(elements))
 
 
@@ -635,36 +643,32 @@ def _line(c: _Checker, obj: Mapping[str, Any], path: str) -> LineElement | None:
 
 
 def _fields(
-    c: _Checker, pages: list[Page], listed: list[str] | None
+    c: _Checker, placed: list[tuple[str, Element]], listed: list[str] | None
 ) -> tuple[tuple[str, ...], tuple[Field, ...]]:
     """DataKeys (listed, else derived in order of first use) and each key's merged rules."""
     rules: dict[str, Field] = {}
-    for page_index, page in enumerate(pages):
-        for index, element in enumerate(page.elements):
-            if not isinstance(element, TextElement | QrElement) or element.data_key is None:
-                continue
-            key = element.data_key
-            if listed is not None and key not in listed:
-                c.error(
-                    f"pages[{page_index}].elements[{index}].dataKey",
-                    f"{key!r} is not listed in dataKeys",
-                )
-            multiline = isinstance(element, TextElement) and element.multiline
-            before = rules.get(key)
-            if before is None:
-                rules[key] = Field(
-                    key, element.max_length, element.required, element.default, multiline
-                )
-                continue
-            lengths = [n for n in (before.max_length, element.max_length) if n is not None]
+    for element_path, element in placed:
+        if not isinstance(element, TextElement | QrElement) or element.data_key is None:
+            continue
+        key = element.data_key
+        if listed is not None and key not in listed:
+            c.error(f"{element_path}.dataKey", f"{key!r} is not listed in dataKeys")
+        multiline = isinstance(element, TextElement) and element.multiline
+        before = rules.get(key)
+        if before is None:
             rules[key] = Field(
-                key=key,
-                max_length=min(lengths) if lengths else None,
-                required=before.required or element.required,
-                default=before.default if before.default is not None else element.default,
-                # A value shown on one line anywhere must be a single line everywhere.
-                multiline=before.multiline and multiline,
+                key, element.max_length, element.required, element.default, multiline
             )
+            continue
+        lengths = [n for n in (before.max_length, element.max_length) if n is not None]
+        rules[key] = Field(
+            key=key,
+            max_length=min(lengths) if lengths else None,
+            required=before.required or element.required,
+            default=before.default if before.default is not None else element.default,
+            # A value shown on one line anywhere must be a single line everywhere.
+            multiline=before.multiline and multiline,
+        )
     keys = listed if listed is not None else list(rules)
     fields = tuple(rules.get(key) or Field(key, None, False, None, False) for key in keys)
     return tuple(keys), fields
@@ -674,7 +678,12 @@ def _fields(
 
 
 def _check_files(
-    c: _Checker, pages: list[Page], loader: AssetLoader, width: float, height: float
+    c: _Checker,
+    pages: list[Page],
+    placed: list[tuple[str, Element]],
+    loader: AssetLoader,
+    width: float,
+    height: float,
 ) -> None:
     """Open every referenced file once and report problems at each path that names it."""
     problems: dict[tuple[str, str], str | None] = {}
@@ -691,41 +700,37 @@ def _check_files(
             c.error(path, problem if problem.startswith(repr(name)) else f"{name!r} {problem}")
 
     for page_index, page in enumerate(pages):
-        path = f"pages[{page_index}]"
         background = page.background
         if isinstance(background, PdfBackground):
             check(
                 f"pdf:{background.page}",
                 background.file,
-                f"{path}.background.pdf",
+                f"pages[{page_index}].background.pdf",
                 functools.partial(_pdf_problem, page=background.page, width=width, height=height),
             )
-        for index, element in enumerate(page.elements):
-            element_path = f"{path}.elements[{index}]"
-            if isinstance(element, ImageElement):
-                check("image", element.file, f"{element_path}.file", _image_problem)
-            elif isinstance(element, TextElement) and is_font_file(element.font):
-                check(
-                    "font",
-                    element.font,
-                    f"{element_path}.font",
-                    functools.partial(_font_problem, element.font),
-                )
+    for element_path, element in placed:
+        if isinstance(element, ImageElement):
+            check("image", element.file, f"{element_path}.file", _image_problem)
+        elif isinstance(element, TextElement) and is_font_file(element.font):
+            check(
+                "font",
+                element.font,
+                f"{element_path}.font",
+                functools.partial(_font_problem, element.font),
+            )
     if len(c.errors) > errors_before:
         return
     # With every font loadable, fixed texts and defaults must fit their boxes: the
     # template's preview renders from the defaults.
     from pps.render.layout import fit_problem  # layout builds on this module's types
 
-    for page_index, page in enumerate(pages):
-        for index, element in enumerate(page.elements):
-            element_path = f"pages[{page_index}].elements[{index}]"
-            for key, value in (("text", _fixed_text(element)), ("default", _default(element))):
-                if value is None:
-                    continue
-                problem = fit_problem(element, value, loader)
-                if problem is not None:
-                    c.error(f"{element_path}.{key}", problem)
+    for element_path, element in placed:
+        for key, value in (("text", _fixed_text(element)), ("default", _default(element))):
+            if value is None:
+                continue
+            problem = fit_problem(element, value, loader)
+            if problem is not None:
+                c.error(f"{element_path}.{key}", problem)
 
 
 def _fixed_text(element: Element) -> str | None:
