@@ -1,0 +1,92 @@
+"""What each step of ``GET /auth`` costs in CPU, measured by taking steps away one by one.
+
+    .venv/bin/python bench/ablate_auth.py [-n 2000]
+
+cProfile (bench/profile_auth.py) ranks functions but inflates call-heavy code; this script
+measures plain CPU time (``time.process_time``, so kernel time of socket calls counts too)
+per request through the Flask test client, in-process, for:
+
+1. a Flask hello-world (the baseline of bench/load.py);
+2. the full ``/auth``;
+3. ``/auth`` without the nonce claim (the ephemeral store answers "first" without Redis);
+4. ... and without the session renewal;
+5. ... and without the user lookup.
+
+The differences between consecutive rows are the cost of each step. Benchmark only: the
+steps are switched off by replacing attributes of this process's app, never in pps itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import benchlib
+from flask import Flask
+from profile_auth import build_pps, drive, hello_app
+
+
+def cpu_per_request(app: Flask, paths: list[str], expected: int) -> float:
+    started = time.process_time()
+    drive(app, paths, expected)
+    return (time.process_time() - started) / len(paths) * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=2000, help="requests per row (default 2000)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, benchlib.redis_server(Path(tmp)) as redis_url:
+        app, tokens = build_pps(Path(tmp), redis_url)
+        hello = hello_app()
+
+        def auth_paths() -> list[str]:
+            return ["/auth?jwt=" + token for token in tokens(args.n)]
+
+        drive(app, auth_paths()[:200], 302)  # warm-up: connections, caches
+        drive(hello, ["/"] * 200, 200)
+        svc = app.extensions["pps"]
+        auth_module = sys.modules["pps.web.auth"]
+        removals: list[tuple[str, Callable[[], Any]]] = [
+            ("nonce claim (Redis SET NX GET)", lambda: setattr(svc.ephemeral, "claim", _first)),
+            ("session renewal and cookie", lambda: setattr(auth_module, "_renew_session", _skip)),
+            ("user lookup (database)", lambda: setattr(svc.repository, "user_exists", _yes)),
+        ]
+        baseline = cpu_per_request(hello, ["/"] * args.n, 200)
+        rows = [
+            ("hello-world", baseline),
+            ("/auth, everything", cpu_per_request(app, auth_paths(), 302)),
+        ]
+        for label, remove in removals:
+            remove()
+            rows.append((f"  without {label}", cpu_per_request(app, auth_paths(), 302)))
+    print(f"CPU per request, in-process, {args.n} requests each\n")
+    print(f"{'row':44s} {'us':>8s} {'x hello':>8s} {'step costs':>11s}")
+    previous = None
+    for label, value in rows:
+        step = "" if previous is None or label == rows[1][0] else f"{previous - value:9.0f} us"
+        print(f"{label:44s} {value:8.0f} {value / baseline:8.2f} {step:>11s}")
+        previous = value
+    print(f"\nleft over the baseline with all three steps removed: {rows[-1][1] - baseline:.0f} us")
+    return 0
+
+
+def _first(_key: str, _ttl: int) -> bool:
+    return True
+
+
+def _skip(*_args: Any) -> None:
+    return None
+
+
+def _yes(_client: str, _user: str) -> bool:
+    return True
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
