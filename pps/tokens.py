@@ -16,7 +16,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import math
 import re
 import time
@@ -24,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from pps import strict_json
 
 __all__ = [
     "MAX_JTI_LENGTH",
@@ -273,27 +274,12 @@ def _decode_segment(segment: str, name: str) -> bytes:
 def _decode_json(segment: str, name: str) -> dict[str, Any]:
     raw = _decode_segment(segment, name)
     try:
-        value = json.loads(
-            raw.decode("utf-8"),
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-        )
+        value = strict_json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):
         # ValueError covers invalid UTF-8 and invalid JSON (both subclass it).
         raise MalformedToken(f"the {name} is not valid UTF-8 JSON") from None
     if not isinstance(value, dict):
         raise MalformedToken(f"the {name} must be a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError("number out of range")
     return value
 
 

@@ -24,6 +24,28 @@ DRAFT_HASH = re.compile(r"^[a-z0-9]{32}$")
 
 TABLES = (clients, users, templates, drafts)
 
+#: Output fields the PHP SDK has typed properties for and fails on null (COMPAT.md).
+DRAFT_NEVER_NULL = (
+    "draftHash",
+    "userIdentifier",
+    "templateIdentifier",
+    "personalizations",
+    "preflightStatus",
+    "variant",
+    "apiDefaultValues",
+    "customAttributes",
+    "state",
+)
+TEMPLATE_NEVER_NULL = (
+    "identifier",
+    "name",
+    "type",
+    "intents",
+    "pageCount",
+    "customAttributes",
+    "updatedAt",
+)
+
 
 def snapshot(repository: SqlRepository) -> dict[str, list[dict[str, Any]]]:
     """Every row of every table, in a stable order."""

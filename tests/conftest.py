@@ -184,6 +184,14 @@ def app(app_config: dict[str, Any]) -> Iterator[Flask]:
 
 
 @pytest.fixture
+def app_without_redis(app: Flask, app_config: dict[str, Any]) -> Iterator[Flask]:
+    """A second app on the same database whose Redis does not answer."""
+    broken = create_app({**app_config, "redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    yield broken
+    broken.extensions["pps"].close()
+
+
+@pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from api_support import make_user
+from api_support import make_draft
 from flask import Flask
 from rq import Queue, SimpleWorker
 
@@ -112,17 +112,13 @@ def card_template(repo: SqlRepository, client: Client) -> Template:
 
 
 def card_draft(repo: SqlRepository, client: Client, template: Template, name: str) -> Draft:
-    user = make_user(repo, client)
-    draft = repo.create_draft(
-        client.identifier,
-        user_identifier=user.identifier,
-        template_identifier=template.identifier,
-        intent="customize",
+    return make_draft(
+        repo,
+        client,
+        template=template,
         api_default_values={"name": name, "email": "ada@example.com"},
         custom_attributes={},
     )
-    assert draft is not None
-    return draft
 
 
 def run_jobs(app: Flask, mode: str) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from api_support import (
     DRAFT_HASH,
+    DRAFT_NEVER_NULL,
     assert_error,
     counts,
     make_draft,
@@ -34,23 +35,11 @@ DRAFT_KEYS = {
     "customAttributes",
     "validationResults",
 }
-#: The PHP SDK has typed properties for these and fails on null (COMPAT.md).
-NEVER_NULL = (
-    "draftHash",
-    "userIdentifier",
-    "templateIdentifier",
-    "personalizations",
-    "preflightStatus",
-    "variant",
-    "apiDefaultValues",
-    "customAttributes",
-    "state",
-)
 
 
 def assert_draft(draft: dict[str, Any]) -> dict[str, Any]:
     assert set(draft) == DRAFT_KEYS
-    for name in NEVER_NULL:
+    for name in DRAFT_NEVER_NULL:
         assert draft[name] is not None, name
     assert DRAFT_HASH.match(draft["draftHash"])
     assert draft["userGroupIdentifier"] is None

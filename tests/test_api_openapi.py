@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_support import make_template, make_user
+from api_support import DRAFT_NEVER_NULL, TEMPLATE_NEVER_NULL, make_template, make_user
 from conftest import ApiClient
 from flask import Flask
 
@@ -98,28 +98,10 @@ def test_every_reference_resolves(spec: dict[str, Any]) -> None:
 def test_output_schemas_mark_never_null_fields_required(spec: dict[str, Any]) -> None:
     """COMPAT.md lists the fields the PHP SDK types as non-null; the reference must agree."""
     never_null = {
-        "DraftOut": [
-            "draftHash",
-            "userIdentifier",
-            "templateIdentifier",
-            "personalizations",
-            "preflightStatus",
-            "variant",
-            "apiDefaultValues",
-            "customAttributes",
-            "state",
-        ],
-        "TemplateOut": [
-            "identifier",
-            "name",
-            "type",
-            "intents",
-            "pageCount",
-            "customAttributes",
-            "updatedAt",
-        ],
-        "UserOut": ["identifier", "profile", "customAttributes"],
-        "ClientOut": ["identifier", "name", "createdAt"],
+        "DraftOut": DRAFT_NEVER_NULL,
+        "TemplateOut": TEMPLATE_NEVER_NULL,
+        "UserOut": ("identifier", "profile", "customAttributes"),
+        "ClientOut": ("identifier", "name", "createdAt"),
     }
     for name, fields in never_null.items():
         schema = component(spec, name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from api_support import CLIENT_ID, assert_error, make_template
+from api_support import CLIENT_ID, TEMPLATE_NEVER_NULL, assert_error, make_template
 
 from pps.models import Client
 from pps.repository.sql import SqlRepository
@@ -25,15 +25,6 @@ TEMPLATE_KEYS = {
     "variants",
     "previewUrl",
 }
-NEVER_NULL = (
-    "identifier",
-    "name",
-    "type",
-    "intents",
-    "pageCount",
-    "customAttributes",
-    "updatedAt",
-)
 
 
 def parse_time(value: str) -> datetime:
@@ -44,7 +35,7 @@ def parse_time(value: str) -> datetime:
 
 def assert_template(template: dict[str, Any]) -> dict[str, Any]:
     assert set(template) == TEMPLATE_KEYS
-    for name in NEVER_NULL:
+    for name in TEMPLATE_NEVER_NULL:
         assert template[name] is not None, name
     assert template["type"] == "customizable"
     assert isinstance(template["intents"], list) and template["intents"]

@@ -8,22 +8,20 @@ import hmac
 import html
 import json
 import re
-import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import pytest
+from api_support import make_draft
 from flask import Flask
 from flask.testing import FlaskClient
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
 
-from app import create_app
 from pps.ephemeral import nonce_key
 from pps.models import Client, User
 from pps.repository.sql import SqlRepository
@@ -96,20 +94,24 @@ def draft_hash(repo: SqlRepository, tenant: Client, user: User) -> str:
         page_count=1,
         spec={},
     )
-    draft = repo.create_draft(
-        tenant.identifier,
-        user_identifier=user.identifier,
-        template_identifier=template.identifier,
-        intent="customize",
+    draft = make_draft(
+        repo,
+        tenant,
+        user,
+        template,
         api_default_values={"name": "Ada Lovelace", "email": "ada@example.com"},
         custom_attributes={},
     )
-    assert draft is not None
     return draft.draft_hash
 
 
 def login_claims(tenant: Client, user: User, **extra: Any) -> dict[str, Any]:
     return {"client": tenant.identifier, "user": user.identifier, "iat": iat(), **extra}
+
+
+def login_token(tenant: Client, user: User, **extra: Any) -> str:
+    """A single-use login token for ``user`` (a fresh ``jti`` in the header)."""
+    return sign(tenant.api_key, login_claims(tenant, user, **extra), jti=fresh_jti())
 
 
 def set_cookie(response: Any) -> str:
@@ -135,7 +137,7 @@ def test_login_redirects_sets_session_and_opens_editor(
 ) -> None:
     callback = "https://shop-a.example/checkout/cart?item=1&x=<y>"
     redirect = f"http://localhost/editor/{draft_hash}/edit?callback={b64_url(callback)}&locale=de"
-    token = sign(tenant.api_key, login_claims(tenant, user, redirect=redirect), jti=fresh_jti())
+    token = login_token(tenant, user, redirect=redirect)
 
     response = client.get(f"/auth?jwt={token}")
 
@@ -165,7 +167,7 @@ def test_relative_redirect_is_kept_relative(
     client: FlaskClient, tenant: Client, user: User, draft_hash: str
 ) -> None:
     redirect = f"/editor/{draft_hash}"
-    token = sign(tenant.api_key, login_claims(tenant, user, redirect=redirect), jti=fresh_jti())
+    token = login_token(tenant, user, redirect=redirect)
     response = client.get("/auth", query_string={"jwt": token})
     assert response.status_code == 302
     assert response.headers["Location"] == redirect
@@ -174,7 +176,7 @@ def test_relative_redirect_is_kept_relative(
 
 def test_redirect_to_allowed_shop_origin(client: FlaskClient, tenant: Client, user: User) -> None:
     redirect = "https://shop-a.example/account?tab=designs"
-    token = sign(tenant.api_key, login_claims(tenant, user, redirect=redirect), jti=fresh_jti())
+    token = login_token(tenant, user, redirect=redirect)
     response = client.get("/auth", query_string={"jwt": token})
     assert response.status_code == 302
     assert response.headers["Location"] == redirect
@@ -183,7 +185,7 @@ def test_redirect_to_allowed_shop_origin(client: FlaskClient, tenant: Client, us
 def test_without_redirect_a_landing_page_says_logged_in(
     client: FlaskClient, tenant: Client, user: User
 ) -> None:
-    token = sign(tenant.api_key, login_claims(tenant, user), jti=fresh_jti())
+    token = login_token(tenant, user)
     response = client.get("/auth", query_string={"jwt": token})
     assert response.status_code == 200
     assert "logged in" in response.get_data(as_text=True)
@@ -206,7 +208,7 @@ def test_login_renews_the_session(client: FlaskClient, tenant: Client, user: Use
     with client.session_transaction() as sess:
         sess["planted"] = "by an attacker"
         sess["user"] = "someone-else"
-    token = sign(tenant.api_key, login_claims(tenant, user), jti=fresh_jti())
+    token = login_token(tenant, user)
     assert client.get("/auth", query_string={"jwt": token}).status_code == 200
     with client.session_transaction() as sess:
         assert "planted" not in sess
@@ -221,11 +223,7 @@ def test_login_renews_the_session(client: FlaskClient, tenant: Client, user: Use
 def test_replayed_token_is_refused_without_a_session(
     app: Flask, tenant: Client, user: User, draft_hash: str
 ) -> None:
-    token = sign(
-        tenant.api_key,
-        login_claims(tenant, user, redirect=f"/editor/{draft_hash}/edit"),
-        jti=fresh_jti(),
-    )
+    token = login_token(tenant, user, redirect=f"/editor/{draft_hash}/edit")
     assert app.test_client().get("/auth", query_string={"jwt": token}).status_code == 302
 
     second = app.test_client()
@@ -237,11 +235,7 @@ def test_replayed_token_is_refused_without_a_session(
 def test_concurrent_uses_of_one_token_log_in_exactly_once(
     app: Flask, tenant: Client, user: User, draft_hash: str
 ) -> None:
-    token = sign(
-        tenant.api_key,
-        login_claims(tenant, user, redirect=f"/editor/{draft_hash}/edit"),
-        jti=fresh_jti(),
-    )
+    token = login_token(tenant, user, redirect=f"/editor/{draft_hash}/edit")
     workers = 20
     barrier = threading.Barrier(workers)
     statuses: list[int] = []
@@ -371,7 +365,7 @@ def test_missing_jwt_parameter_is_a_400_page(client: FlaskClient) -> None:
 
 
 def test_url_path_auth_is_accepted(client: FlaskClient, tenant: Client, user: User) -> None:
-    token = sign(tenant.api_key, login_claims(tenant, user, urlPath="/auth"), jti=fresh_jti())
+    token = login_token(tenant, user, urlPath="/auth")
     assert client.get("/auth", query_string={"jwt": token}).status_code == 200
 
 
@@ -458,29 +452,11 @@ def test_open_redirects_are_refused_and_do_not_burn_the_nonce(
 # -- Redis down --------------------------------------------------------------------------
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def app_without_redis(app: Flask, app_config: dict[str, Any]) -> Iterator[Flask]:
-    """A second app on the same database whose Redis does not answer."""
-    broken = create_app({**app_config, "redis_url": f"redis://127.0.0.1:{_closed_port()}/0"})
-    yield broken
-    broken.extensions["pps"].close()
-
-
 def test_redis_down_is_503_and_nobody_is_logged_in(
     app_without_redis: Flask, tenant: Client, user: User, draft_hash: str
 ) -> None:
     browser = app_without_redis.test_client()
-    token = sign(
-        tenant.api_key,
-        login_claims(tenant, user, redirect=f"/editor/{draft_hash}/edit"),
-        jti=fresh_jti(),
-    )
+    token = login_token(tenant, user, redirect=f"/editor/{draft_hash}/edit")
     response = browser.get("/auth", query_string={"jwt": token})
     assert_error_page(response, 503)
     assert "Location" not in response.headers
@@ -500,7 +476,7 @@ def test_error_page_has_security_headers(client: FlaskClient) -> None:
 def test_head_probe_does_not_use_up_the_login(
     client: FlaskClient, tenant: Client, user: User
 ) -> None:
-    token = sign(tenant.api_key, login_claims(tenant, user), jti=fresh_jti())
+    token = login_token(tenant, user)
     probe = client.head("/auth", query_string={"jwt": token})
     assert probe.status_code == 405
     assert probe.headers["Allow"] == "GET"

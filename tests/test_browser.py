@@ -15,10 +15,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -32,15 +28,11 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
-from conftest import TEST_SECRET_KEY, free_port, missing_service, wait_for_port
-from joserfc import jwt
-from joserfc.jwk import OctKey
-from joserfc.jws import JWSRegistry
+from conftest import free_port, missing_service
+from server_support import ROOT, Server, server_env, shop_token, start_gunicorn, stop
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -52,8 +44,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TEMPLATE = ROOT / "examples" / "templates" / "business-card" / "template.json"
-# lcobucci/jwt writes `jti` into the header; joserfc only signs it with a lenient registry.
-LENIENT = JWSRegistry(strict_check_header=False)
 
 TYPED = {
     "name": "Ada Lovelace",
@@ -65,70 +55,27 @@ TYPED = {
 # -- pps under gunicorn ------------------------------------------------------------------
 
 
-@dataclass
-class Pps:
-    port: int
-    base_url: str
-    env: dict[str, str]
-    log: Path
-
-    def cli(self, *args: str) -> Any:
-        done = subprocess.run(
-            [str(BIN / "pps"), *args],
-            env=self.env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"pps {' '.join(args)} failed:\n{done.stdout}{done.stderr}"
-        return json.loads(done.stdout) if "--json" in args else done.stdout
-
-
 @pytest.fixture(scope="module")
 def pps_server(
     tmp_path_factory: pytest.TempPathFactory, redis_server: tuple[str, bool]
-) -> Iterator[Pps]:
+) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("browser-pps")
     port = free_port()
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
-    env.update(
-        PPS_BIND=f"127.0.0.1:{port}",
-        PPS_BASE_URL=f"http://127.0.0.1:{port}",
-        PPS_SECRET_KEY=TEST_SECRET_KEY,
-        PPS_INSTANCE_PATH=str(tmp / "instance"),
-        PPS_DATABASE_URL=f"sqlite:///{tmp / 'pps.sqlite3'}",
-        PPS_REDIS_URL=redis_server[0],
-        PPS_WORKERS="1",
-        PPS_THREADS="8",
-        PPS_ACCESS_LOG="",
+    env = server_env(port, tmp / "instance", f"sqlite:///{tmp / 'pps.sqlite3'}", redis_server[0])
+    env.update(PPS_WORKERS="1", PPS_THREADS="8", PPS_ACCESS_LOG="")
+    server = Server(
+        port=port,
+        base_url=f"http://127.0.0.1:{port}",
+        env=env,
+        instance=tmp / "instance",
+        log=tmp / "pps.log",
     )
-    server = Pps(port=port, base_url=f"http://127.0.0.1:{port}", env=env, log=tmp / "pps.log")
-    server.cli("db", "upgrade")
-    with server.log.open("wb") as log:
-        proc = subprocess.Popen(
-            [str(BIN / "gunicorn"), "-c", str(ROOT / "deploy" / "gunicorn.conf.py"), "wsgi:app"],
-            env=env,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    server.pps("db", "upgrade")
+    proc = start_gunicorn(env, port, server.log)
     try:
-        try:
-            wait_for_port(port, timeout=30)
-        except RuntimeError:
-            pytest.fail(f"gunicorn did not start:\n{server.log.read_text()}")
         yield server
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        stop(proc)
 
 
 # -- the shop ----------------------------------------------------------------------------
@@ -162,12 +109,7 @@ class ShopState:
             return json.loads(response.read())
 
     def sign(self, claims: dict[str, Any], header: dict[str, Any] | None = None) -> str:
-        return jwt.encode(
-            {"typ": "JWT", "alg": "HS256", **(header or {})},
-            claims,
-            OctKey.import_key(self.api_key),
-            registry=LENIENT,
-        )
+        return shop_token(self.api_key, claims, header)
 
     def callback_url(self) -> str:
         return f"{self.base_url}/checkout/done?draft={self.draft_hash}&qty=1"
@@ -243,9 +185,9 @@ class ShopHandler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def shop(pps_server: Pps) -> Iterator[ShopState]:
-    created = pps_server.cli("client", "create", "--name", "Browser shop", "--json")
-    imported = pps_server.cli(
+def shop(pps_server: Server) -> Iterator[ShopState]:
+    created = pps_server.pps("client", "create", "--name", "Browser shop", "--json")
+    imported = pps_server.pps(
         "template", "import", str(TEMPLATE), "--client", created["identifier"], "--json"
     )
     state = ShopState(
@@ -298,7 +240,7 @@ SHOWN_PIXELS = """img => {
 
 
 def test_customer_personalizes_previews_finishes_and_the_shop_gets_the_pdf(
-    chromium: Any, shop: ShopState, pps_server: Pps
+    chromium: Any, shop: ShopState, pps_server: Server
 ) -> None:
     from pypdf import PdfReader
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ import pytest
 from click.testing import Result
 from flask import Flask
 from flask.testing import FlaskCliRunner
+from server_support import pps_script
 
 from pps.render import parse_spec, validate_values
 from pps.repository.sql import SqlRepository
@@ -483,14 +482,6 @@ def test_demo_examples_folder_skips_broken_files_and_names_the_nameless(
 
 
 # -- the console script ------------------------------------------------------------------
-
-
-def pps_script() -> str:
-    beside = Path(sys.executable).parent / "pps"
-    found = str(beside) if beside.exists() else shutil.which("pps")
-    if found is None:
-        pytest.fail("the 'pps' console script is not installed: pip install -e '.[dev]'")
-    return found
 
 
 @pytest.mark.slow

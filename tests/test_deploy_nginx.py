@@ -34,19 +34,8 @@ from typing import Any
 import pytest
 from conftest import free_port, missing_service, wait_for_port
 from PIL import Image
-from test_e2e_gunicorn import (
-    BIN,
-    GUNICORN_CONF,
-    ROOT,
-    Reply,
-    Server,
-    Shop,
-    _server_env,
-    _stop,
-    create_draft,
-    create_user,
-    local_path,
-)
+from server_support import ROOT, Reply, Server, local_path, server_env, start_gunicorn, stop
+from test_e2e_gunicorn import Shop, shop_with_draft
 
 from pps.settings import Settings
 from pps.template_files import preview_key
@@ -221,25 +210,14 @@ class Deployment:
     gunicorn: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start_gunicorn(self) -> None:
-        with self.server.log.open("ab") as log:
-            self.gunicorn = subprocess.Popen(
-                [str(BIN / "gunicorn"), "-c", str(GUNICORN_CONF), "--workers", "2", "wsgi:app"],
-                env=self.server.env,
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-            wait_for_port(self.gunicorn_port, timeout=30)
-        except RuntimeError:
-            self.stop_gunicorn()
-            pytest.fail(f"gunicorn did not start:\n{self.server.log.read_text()}")
+        self.gunicorn = start_gunicorn(
+            self.server.env, self.gunicorn_port, self.server.log, "--workers", "2"
+        )
 
     def stop_gunicorn(self) -> int | None:
         if self.gunicorn is None:
             return None
-        _stop(self.gunicorn)
+        stop(self.gunicorn)
         code = self.gunicorn.returncode
         self.gunicorn = None
         return code
@@ -281,9 +259,7 @@ def deploy(tmp: Path, redis_url: str, *, with_tls: bool) -> Iterator[Deployment]
     public_url = f"https://127.0.0.1:{tls.port}" if tls else f"http://127.0.0.1:{nginx_port}"
     files_dir = tmp / "files"
     files_dir.mkdir()
-    env = _server_env(
-        gunicorn_port, tmp / "instance", f"sqlite:///{tmp / 'pps.sqlite3'}", redis_url
-    )
+    env = server_env(gunicorn_port, tmp / "instance", f"sqlite:///{tmp / 'pps.sqlite3'}", redis_url)
     env.update(
         PPS_BASE_URL=public_url,
         PPS_FILES_DIR=str(files_dir),
@@ -335,7 +311,7 @@ def deploy(tmp: Path, redis_url: str, *, with_tls: bool) -> Iterator[Deployment]
                 )
             yield dep
         finally:
-            _stop(proc)
+            stop(proc)
     finally:
         code = dep.stop_gunicorn()
     assert code == 0, f"gunicorn exited with {code}:\n{dep.server.log.read_text()}"
@@ -349,20 +325,12 @@ def noisy_png(width: int = 160, height: int = 120) -> bytes:
 
 
 def set_up_shop(dep: Deployment, folder: Path) -> Shop:
-    server = dep.server
-    created = server.pps("client", "create", "--name", "Shop", "--json")
     (folder / "preview.png").write_bytes(noisy_png())
     template_file = folder / "card.json"
     template_file.write_text(
         json.dumps({"name": "Card", "dataKeys": ["firstName"], "preview": "preview.png"})
     )
-    imported = server.pps(
-        "template", "import", str(template_file), "--client", created["identifier"], "--json"
-    )
-    shop = Shop(server, created["identifier"], created["apiKey"], imported["identifier"], "", "")
-    shop.user = create_user(shop.api)
-    shop.draft_hash = create_draft(shop.api, shop.template, shop.user)["draftHash"]
-    return shop
+    return shop_with_draft(dep.server, template_file)
 
 
 @pytest.fixture(scope="module")

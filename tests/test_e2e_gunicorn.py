@@ -13,10 +13,7 @@ import http.client
 import json
 import os
 import secrets
-import signal
 import struct
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -26,27 +23,30 @@ from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 import pytest
-from conftest import TEST_SECRET_KEY, free_port, wait_for_port
-from joserfc import jwt
-from joserfc.jwk import OctKey
-from joserfc.jws import JWSRegistry
+from conftest import free_port
+from server_support import (
+    GUNICORN_CONF,
+    ROOT,
+    Reply,
+    Server,
+    local_path,
+    server_env,
+    shop_token,
+    start_gunicorn,
+    stop,
+)
 
 from pps.file_keys import draft_file_key
 from pps.storage import open_storage
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
-GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
 DATA_KEYS = ["firstName", "lastName", "email"]
 CUSTOM_ATTRIBUTES = {"format": "A6", "paper": "matte"}
 SHOP_CALLBACK = "https://shop-a.example/checkout/cart/add?product=42&qty=1"
-# lcobucci/jwt writes `jti` into the header; joserfc only signs it with a lenient registry.
-LENIENT = JWSRegistry(strict_check_header=False)
 
 
 def png_bytes(width: int = 4, height: int = 3) -> bytes:
@@ -70,101 +70,7 @@ PREVIEW_PNG = png_bytes()
 PRINT_PDF = b"%PDF-1.4\n% a stand-in print file for the file endpoint\n%%EOF\n"
 
 
-# -- HTTP without magic ------------------------------------------------------------------
-
-
-@dataclass
-class Reply:
-    status: int
-    headers: http.client.HTTPMessage
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name)
-
-
-def call(
-    port: int,
-    method: str,
-    path: str,
-    *,
-    body: bytes | None = None,
-    headers: dict[str, str] | None = None,
-) -> Reply:
-    """One request on its own connection; redirects are returned, not followed."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return Reply(response.status, response.headers, response.read())
-    finally:
-        conn.close()
-
-
-def local_path(location: str, base_url: str) -> str:
-    """The path and query of a Location on this server (absolute or relative)."""
-    if location.startswith("/"):
-        return location
-    assert location.startswith(base_url + "/"), location
-    parts = urlsplit(location)
-    return parts.path + (f"?{parts.query}" if parts.query else "")
-
-
 # -- the server --------------------------------------------------------------------------
-
-
-@dataclass
-class Server:
-    port: int
-    base_url: str
-    env: dict[str, str]
-    instance: Path
-    log: Path
-
-    def pps(self, *args: str) -> Any:
-        """Run the ``pps`` console script against this server's settings; parse its JSON."""
-        done = subprocess.run(
-            [str(BIN / "pps"), *args],
-            env=self.env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"pps {' '.join(args)} failed:\n{done.stdout}{done.stderr}"
-        return json.loads(done.stdout) if "--json" in args else done.stdout
-
-    def call(self, method: str, path: str, **kwargs: Any) -> Reply:
-        return call(self.port, method, path, **kwargs)
-
-
-def _server_env(port: int, instance: Path, database_url: str, redis_url: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
-    env.update(
-        PPS_BIND=f"127.0.0.1:{port}",
-        PPS_BASE_URL=f"http://127.0.0.1:{port}",
-        PPS_SECRET_KEY=TEST_SECRET_KEY,
-        PPS_INSTANCE_PATH=str(instance),
-        PPS_DATABASE_URL=database_url,
-        PPS_REDIS_URL=redis_url,
-    )
-    return env
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Graceful stop (gunicorn drains its workers on SIGTERM), then the hard way."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            # start_new_session made the master the leader of its own group: its workers.
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
@@ -186,29 +92,16 @@ def server(
     srv = Server(
         port=port,
         base_url=f"http://127.0.0.1:{port}",
-        env=_server_env(port, tmp / "instance", database_url, redis_server[0]),
+        env=server_env(port, tmp / "instance", database_url, redis_server[0]),
         instance=tmp / "instance",
         log=tmp / "gunicorn.log",
     )
     srv.pps("db", "upgrade")
-    with srv.log.open("wb") as log:
-        proc = subprocess.Popen(
-            [str(BIN / "gunicorn"), "-c", str(GUNICORN_CONF), "--workers", "2", "wsgi:app"],
-            env=srv.env,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = start_gunicorn(srv.env, port, srv.log, "--workers", "2")
     try:
-        try:
-            wait_for_port(port, timeout=30)
-        except RuntimeError:
-            _stop(proc)
-            pytest.fail(f"gunicorn did not start:\n{srv.log.read_text()}")
         yield srv
     finally:
-        _stop(proc)
+        stop(proc)
     assert proc.returncode == 0, f"gunicorn exited with {proc.returncode}:\n{srv.log.read_text()}"
 
 
@@ -230,13 +123,7 @@ class Shop:
         return self.server.call(method, path, body=body, headers=sent)
 
     def sign(self, claims: dict[str, Any], header: dict[str, Any] | None = None) -> str:
-        """HS256 over the API key's UTF-8 bytes, as the shops' JOSE libraries do."""
-        return jwt.encode(
-            {"typ": "JWT", "alg": "HS256", **(header or {})},
-            claims,
-            OctKey.import_key(self.api_key),
-            registry=LENIENT,
-        )
+        return shop_token(self.api_key, claims, header)
 
     def login_claims(self, **extra: Any) -> dict[str, Any]:
         return {
@@ -280,9 +167,21 @@ def create_draft(shop_api: Any, template: str, user: str) -> dict[str, Any]:
     return data
 
 
+def shop_with_draft(server: Server, template_file: Path) -> Shop:
+    """A client made with the CLI, ``template_file`` imported for it, and a user and a draft
+    made through the API."""
+    created = server.pps("client", "create", "--name", "Shop", "--json")
+    imported = server.pps(
+        "template", "import", str(template_file), "--client", created["identifier"], "--json"
+    )
+    shop = Shop(server, created["identifier"], created["apiKey"], imported["identifier"], "", "")
+    shop.user = create_user(shop.api)
+    shop.draft_hash = create_draft(shop.api, shop.template, shop.user)["draftHash"]
+    return shop
+
+
 @pytest.fixture(scope="session")
 def shop(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Shop:
-    created = server.pps("client", "create", "--name", "Shop", "--json")
     folder = tmp_path_factory.mktemp("template")
     (folder / "preview.png").write_bytes(PREVIEW_PNG)
     template_file = folder / "card.json"
@@ -296,13 +195,7 @@ def shop(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Shop:
             }
         )
     )
-    imported = server.pps(
-        "template", "import", str(template_file), "--client", created["identifier"], "--json"
-    )
-    shop = Shop(server, created["identifier"], created["apiKey"], imported["identifier"], "", "")
-    shop.user = create_user(shop.api)
-    shop.draft_hash = create_draft(shop.api, shop.template, shop.user)["draftHash"]
-    return shop
+    return shop_with_draft(server, template_file)
 
 
 # -- the API -----------------------------------------------------------------------------

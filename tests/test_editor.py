@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
+import api_support
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
@@ -115,16 +116,14 @@ def make_draft(repo: SqlRepository, client: Client, user: User, **values: Any) -
         page_count=2,
         spec=SPEC,
     )
-    draft = repo.create_draft(
-        client.identifier,
-        user_identifier=user.identifier,
-        template_identifier=template.identifier,
-        intent="customize",
+    return api_support.make_draft(
+        repo,
+        client,
+        user,
+        template,
         api_default_values={"headline": "Default headline", "phone": 12345, **values},
         custom_attributes={},
     )
-    assert draft is not None
-    return draft
 
 
 @pytest.fixture
@@ -510,15 +509,9 @@ def test_value_that_does_not_fit_its_box_is_refused(
         page_count=1,
         spec=spec,
     )
-    narrow = repo.create_draft(
-        tenant.identifier,
-        user_identifier=user.identifier,
-        template_identifier=template.identifier,
-        intent="customize",
-        api_default_values={},
-        custom_attributes={},
+    narrow = api_support.make_draft(
+        repo, tenant, user, template, api_default_values={}, custom_attributes={}
     )
-    assert narrow is not None
     log_in(client, tenant, user)
     _, token = open_editor(client, edit_url(narrow))
     response = client.post(edit_url(narrow), data=form(token, name="A rather long name indeed"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 
 from pps.ephemeral import (
     EphemeralStore,
@@ -217,15 +217,9 @@ def test_processes_claiming_the_same_keys_yield_exactly_one_winner_each(
 # -- failing closed ----------------------------------------------------------------------
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound and released at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_redis_that_cannot_be_reached_raises_unavailable() -> None:
-    store = RedisStore(f"redis://127.0.0.1:{closed_port()}/0", socket_timeout=0.5)
+    # free_port(): bound and released at once, so nothing listens on it.
+    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", socket_timeout=0.5)
     started = time.monotonic()
     with pytest.raises(EphemeralUnavailable):
         store.claim(nonce_key("client-a", "jti"), 60)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import copy
 import io
-import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import api_support
 import pytest
 from conftest import ApiClient
 from flask import Flask
@@ -23,7 +23,6 @@ from PIL import Image
 from pypdf import PdfReader
 
 import pps.rendering
-from app import create_app
 from pps.file_keys import draft_file_key
 from pps.models import Client, Draft, Template, User
 from pps.repository.sql import SqlRepository
@@ -97,16 +96,9 @@ def template(repo: SqlRepository, tenant: Client) -> Template:
 def make_draft(
     repo: SqlRepository, tenant: Client, user: User, template: Template, **values: str
 ) -> Draft:
-    created = repo.create_draft(
-        tenant.identifier,
-        user_identifier=user.identifier,
-        template_identifier=template.identifier,
-        intent="customize",
-        api_default_values=values,
-        custom_attributes={},
+    return api_support.make_draft(
+        repo, tenant, user, template, api_default_values=values, custom_attributes={}
     )
-    assert created is not None
-    return created
 
 
 @pytest.fixture
@@ -711,16 +703,6 @@ class TestXAccelRedirect:
 
 
 # -- Redis down --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def app_without_redis(app: Flask, app_config: dict[str, Any]) -> Iterator[Flask]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    broken = create_app({**app_config, "redis_url": f"redis://127.0.0.1:{port}/0"})
-    yield broken
-    broken.extensions["pps"].close()
 
 
 def test_redis_down_is_503_json(

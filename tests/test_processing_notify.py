@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import shutil
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +21,7 @@ from api_support import assert_error
 from conftest import TEST_SECRET_KEY, ApiClient, free_port
 from flask import Flask
 from processing_support import card_draft, card_template, receiver, run_jobs, snapshot_states
+from server_support import pps_script
 
 from pps.jobs.notify import (
     DeliveryFailed,
@@ -332,14 +330,6 @@ def test_store_is_scoped_by_client(
 
 
 # -- the worker command ------------------------------------------------------------------
-
-
-def pps_script() -> str:
-    beside = Path(sys.executable).parent / "pps"
-    found = str(beside) if beside.exists() else shutil.which("pps")
-    if found is None:
-        pytest.fail("the 'pps' console script is not installed: pip install -e '.[dev]'")
-    return found
 
 
 def _env(app: Flask) -> dict[str, str]:

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+from api_support import make_draft
 from pypdf import PdfReader
 
 from pps.models import Client, Draft, Template
@@ -43,17 +44,9 @@ def postcard(repository: SqlRepository, storage: LocalStorage, shop: Client) -> 
 
 
 def draft_for(repository: SqlRepository, shop: Client, template: Template, **values: str) -> Draft:
-    user = repository.create_user(shop.identifier, {})
-    draft = repository.create_draft(
-        shop.identifier,
-        user_identifier=user.identifier,
-        template_identifier=template.identifier,
-        intent="customize",
-        api_default_values=values,
-        custom_attributes={},
+    return make_draft(
+        repository, shop, template=template, api_default_values=values, custom_attributes={}
     )
-    assert draft is not None
-    return draft
 
 
 def test_storage_assets_read_only_the_templates_own_files(

@@ -24,9 +24,23 @@ from api_support import (
 )
 
 from pps import ids
-from pps.models import Client
+from pps.models import Client, Draft, Template, User
 from pps.repository import DuplicateIdentifier
 from pps.repository.sql import SqlRepository
+
+
+def blank_draft(
+    repository: SqlRepository, client: str, user: User, template: Template
+) -> Draft | None:
+    """``create_draft`` without values or attributes, its answer unchecked."""
+    return repository.create_draft(
+        client,
+        user_identifier=user.identifier,
+        template_identifier=template.identifier,
+        intent="customize",
+        api_default_values={},
+        custom_attributes={},
+    )
 
 
 def aware(value: datetime | None) -> bool:
@@ -322,15 +336,7 @@ def test_other_clients_records_cannot_be_changed(
         }
     assert repository.claim_drafts(a, b_user.identifier, [b_draft.draft_hash], False) is None
     for user, template in ((b_user, a_template), (a_user, b_template), (b_user, b_template)):
-        created = repository.create_draft(
-            a,
-            user_identifier=user.identifier,
-            template_identifier=template.identifier,
-            intent="customize",
-            api_default_values={},
-            custom_attributes={},
-        )
-        assert created is None
+        assert blank_draft(repository, a, user, template) is None
 
     assert snapshot(repository) == before
 
@@ -448,15 +454,7 @@ def test_create_draft_for_a_user_that_vanished(
     repository.delete_user(shop_a.identifier, user.identifier)
     monkeypatch.setattr(repository, "get_user", lambda client, identifier: user)
     before = snapshot(repository)
-    created = repository.create_draft(
-        shop_a.identifier,
-        user_identifier=user.identifier,
-        template_identifier=template.identifier,
-        intent="customize",
-        api_default_values={},
-        custom_attributes={},
-    )
-    assert created is None
+    assert blank_draft(repository, shop_a.identifier, user, template) is None
     assert snapshot(repository) == before
 
 

@@ -7,8 +7,6 @@ as ``snake_case`` or ``camelCase``; both are folded to camelCase before validati
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +15,7 @@ from flask import request
 from marshmallow import Schema
 from marshmallow import ValidationError as MarshmallowValidationError
 
+from pps import strict_json
 from pps.api.schemas import PageArgs
 from pps.errors import BadRequest, UnsupportedMediaType, ValidationFailed
 
@@ -62,18 +61,6 @@ def _form_to_dict() -> dict[str, Any]:
             if isinstance(nested, dict):
                 nested[inner] = values[-1]
     return result
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    """``1e400`` parses as infinity, which neither PostgreSQL nor a JSON answer can hold."""
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
 
 
 def _text_problem(text: str) -> str | None:
@@ -131,7 +118,7 @@ def read_body() -> dict[str, Any]:
     if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise UnsupportedMediaType()
     try:
-        data = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+        data = strict_json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise BadRequest(f"The request body is not valid JSON: {exc}") from None
     if data == []:

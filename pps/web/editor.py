@@ -194,14 +194,10 @@ def editor_step(draft_hash: str, step: str) -> Response:
     content_type="text/html",
 )
 def editor_save(draft_hash: str) -> Response:
-    ctx = _load(draft_hash)
-    _check_form()
-    submitted = submitted_values(request.form, ctx.fields)
-    values = {**ctx.shown_values, **submitted}
-    errors = _problems(ctx, values)
-    if errors:
-        return _page(ctx, "edit", values=values, errors=errors, status=422)
-    draft = _save(ctx, submitted, state="edited")
+    saved = _save_form(draft_hash, state="edited")
+    if isinstance(saved, Response):
+        return saved
+    ctx, draft = saved
     action = request.form.get("action", "save")
     if action == "halt":
         halt = ctx.exits["callback_halt"]
@@ -226,14 +222,10 @@ def editor_save(draft_hash: str) -> Response:
     content_type="text/html",
 )
 def editor_finish(draft_hash: str) -> Response:
-    ctx = _load(draft_hash)
-    _check_form()
-    submitted = submitted_values(request.form, ctx.fields)
-    values = {**ctx.shown_values, **submitted}
-    errors = _problems(ctx, values)
-    if errors:
-        return _page(ctx, "edit", values=values, errors=errors, status=422)
-    draft = _save(ctx, submitted, state="finished")
+    saved = _save_form(draft_hash, state="finished")
+    if isinstance(saved, Response):
+        return saved
+    ctx, draft = saved
     session.pop(SESSION_NOTICE, None)  # an earlier "saved" is stale once finished
     done = ctx.exits["callback"]
     if done.href is not None:
@@ -419,6 +411,19 @@ def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[str]
     spec_keys = set(ctx.spec.data_keys) if ctx.spec is not None else set()
     errors.update(over_global_limit({k: v for k, v in values.items() if k not in spec_keys}))
     return errors
+
+
+def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | Response:
+    """Save the posted form's values with ``state``; the form again with ``422`` (nothing
+    saved) when they have problems."""
+    ctx = _load(draft_hash)
+    _check_form()
+    submitted = submitted_values(request.form, ctx.fields)
+    values = {**ctx.shown_values, **submitted}
+    errors = _problems(ctx, values)
+    if errors:
+        return _page(ctx, "edit", values=values, errors=errors, status=422)
+    return ctx, _save(ctx, submitted, state=state)
 
 
 def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft:

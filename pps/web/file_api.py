@@ -28,7 +28,7 @@ from pps.file_keys import (
     template_preview_name,
 )
 from pps.models import Draft
-from pps.openapi import operation
+from pps.openapi import F, operation
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
 from pps.rendering import TemplateNotRenderable, render_draft_file, template_preview_file
 from pps.storage import StoredFile
@@ -95,9 +95,25 @@ _REDIRECT_HEADERS = {
 _FILE_ERRORS = (400, 401, 403, 404, 422, 503)
 
 
+def _file_operation(
+    *, summary: str, description: str, response_description: str
+) -> Callable[[F], F]:
+    """The OpenAPI entry of a file endpoint: a JWT in the query, a ``302`` to a file link."""
+    return operation(
+        tags=["Files"],
+        summary=summary,
+        description=description,
+        status=302,
+        security="jwt",
+        parameters=[_JWT_PARAMETER, *_IMAGE_PARAMETERS],
+        errors=_FILE_ERRORS,
+        response_description=response_description,
+        response_headers=_REDIRECT_HEADERS,
+    )
+
+
 @files_api.get("/draft/<draft_hash>/<kind>")
-@operation(
-    tags=["Files"],
+@_file_operation(
     summary="Redirect to a file rendered from a draft",
     description=(
         "`kind` is `print` (print PDF with bleed, TrimBox and BleedBox), `low-res` "
@@ -111,12 +127,7 @@ _FILE_ERRORS = (400, 401, 403, 404, 422, 503)
         "token's client's; `403` when the token's `user` does not own the draft; `401` for "
         "a token that fails verification or was used before."
     ),
-    status=302,
-    security="jwt",
-    parameters=[_JWT_PARAMETER, *_IMAGE_PARAMETERS],
-    errors=_FILE_ERRORS,
     response_description="Redirect to the file.",
-    response_headers=_REDIRECT_HEADERS,
 )
 def draft_file(draft_hash: str, kind: str) -> Response:
     file_kind = DRAFT_FILE_KINDS.get(kind)
@@ -164,8 +175,7 @@ def _render_for_draft(draft: Draft, kind: str, label: str) -> StoredFile:
 
 
 @files_api.get("/template/<template_id>/page-preview-thumb")
-@operation(
-    tags=["Files"],
+@_file_operation(
     summary="Redirect to the preview thumbnail of a template",
     description=(
         "A `302` to a short-lived URL of the template's preview image: the one imported "
@@ -174,12 +184,7 @@ def _render_for_draft(draft: Draft, kind: str, label: str) -> StoredFile:
         "rendered. `422` with `errors` for a bad `width`, `height` or `page`; `404` with a "
         "`message` when the template is not the token's client's."
     ),
-    status=302,
-    security="jwt",
-    parameters=[_JWT_PARAMETER, *_IMAGE_PARAMETERS],
-    errors=_FILE_ERRORS,
     response_description="Redirect to the image.",
-    response_headers=_REDIRECT_HEADERS,
 )
 def template_preview(template_id: str) -> Response:
     checked = _checked_token()

@@ -1,0 +1,28 @@
+"""JSON as pps accepts it from outside: no ``NaN`` or ``Infinity``, no number beyond a float.
+
+Neither PostgreSQL's JSON type nor a JSON answer can hold those values, so request bodies and
+token segments refuse them while parsing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` refusing non-finite numbers with a ``ValueError``."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    """``1e400`` parses as infinity, which neither PostgreSQL nor a JSON answer can hold."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value

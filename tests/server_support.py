@@ -1,0 +1,174 @@
+"""pps under gunicorn with the deploy config, for the tests that talk to it over real HTTP.
+
+Shared by the end-to-end, browser and nginx tests: the server's environment, the ``pps``
+console script run against it, starting and stopping gunicorn, plain HTTP calls that
+return redirects instead of following them, and login tokens signed the way shops sign them.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import TEST_SECRET_KEY, wait_for_port
+from joserfc import jwt
+from joserfc.jwk import OctKey
+from joserfc.jws import JWSRegistry
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
+
+
+def pps_script() -> str:
+    """The ``pps`` console script of this virtualenv (else the one on PATH)."""
+    beside = BIN / "pps"
+    found = str(beside) if beside.exists() else shutil.which("pps")
+    if found is None:
+        pytest.fail("the 'pps' console script is not installed: pip install -e '.[dev]'")
+    return found
+
+
+# lcobucci/jwt writes `jti` into the header; joserfc only signs it with a lenient registry.
+LENIENT = JWSRegistry(strict_check_header=False)
+
+
+def shop_token(api_key: str, claims: dict[str, Any], header: dict[str, Any] | None = None) -> str:
+    """HS256 over the API key's UTF-8 bytes, as the shops' JOSE libraries do (joserfc, not
+    the PyJWT pps uses)."""
+    return jwt.encode(
+        {"typ": "JWT", "alg": "HS256", **(header or {})},
+        claims,
+        OctKey.import_key(api_key),
+        registry=LENIENT,
+    )
+
+
+# -- HTTP without magic ------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
+
+def call(
+    port: int,
+    method: str,
+    path: str,
+    *,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    """One request on its own connection; redirects are returned, not followed."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return Reply(response.status, response.headers, response.read())
+    finally:
+        conn.close()
+
+
+def local_path(location: str, base_url: str) -> str:
+    """The path and query of a Location on this server (absolute or relative)."""
+    if location.startswith("/"):
+        return location
+    assert location.startswith(base_url + "/"), location
+    parts = urlsplit(location)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+# -- the server --------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    port: int
+    base_url: str
+    env: dict[str, str]
+    instance: Path
+    log: Path
+
+    def pps(self, *args: str) -> Any:
+        """Run the ``pps`` console script against this server's settings; parse its JSON."""
+        done = subprocess.run(
+            [str(BIN / "pps"), *args],
+            env=self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"pps {' '.join(args)} failed:\n{done.stdout}{done.stderr}"
+        return json.loads(done.stdout) if "--json" in args else done.stdout
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Reply:
+        return call(self.port, method, path, **kwargs)
+
+
+def server_env(port: int, instance: Path, database_url: str, redis_url: str) -> dict[str, str]:
+    """The environment without any outer ``PPS_*``, for a server bound to ``port``."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
+    env.update(
+        PPS_BIND=f"127.0.0.1:{port}",
+        PPS_BASE_URL=f"http://127.0.0.1:{port}",
+        PPS_SECRET_KEY=TEST_SECRET_KEY,
+        PPS_INSTANCE_PATH=str(instance),
+        PPS_DATABASE_URL=database_url,
+        PPS_REDIS_URL=redis_url,
+    )
+    return env
+
+
+def start_gunicorn(
+    env: dict[str, str], port: int, log: Path, *args: str
+) -> subprocess.Popen[bytes]:
+    """gunicorn with the deploy config (and ``args``) listening on ``port``, its output
+    appended to ``log``; the test fails with that output when it does not start."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [str(BIN / "gunicorn"), "-c", str(GUNICORN_CONF), *args, "wsgi:app"],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for_port(port, timeout=30)
+    except RuntimeError:
+        stop(proc)
+        pytest.fail(f"gunicorn did not start:\n{log.read_text()}")
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Graceful stop (gunicorn drains its workers on SIGTERM), then the hard way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            # start_new_session made the master the leader of its own group: its workers.
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
