@@ -8,6 +8,7 @@ environment). Commands reach repository and storage through ``current_app.extens
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import click
 import jwt
@@ -408,7 +409,12 @@ def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
 
     now = int(time.time())
     expires = now + DEMO_LOGIN_TTL
-    redirect = f"{settings.base_url}/editor/{draft.draft_hash}/edit"
+    # Finish and Cancel come back to this service's home page, standing in for the shop.
+    callbacks = {
+        name: base64.b64encode(f"{settings.base_url}/?returned={step}".encode()).decode()
+        for name, step in (("callback", "finished"), ("callback_cancel", "cancelled"))
+    }
+    redirect = f"{settings.base_url}/editor/{draft.draft_hash}/edit?{urlencode(callbacks)}"
     token = jwt.encode(
         {
             "client": client.identifier,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -369,7 +370,13 @@ def test_demo_is_idempotent_and_prints_a_fresh_login_each_time(
     verified = verify_token(token, lambda _client: first["apiKey"])
     assert verified.client == "DemoShop"
     assert verified.user == first["user"]
-    assert verified.redirect == f"http://localhost/editor/{first['draft']}/edit"
+    editor = urlsplit(verified.redirect or "")
+    assert editor.path == f"/editor/{first['draft']}/edit"
+    callbacks = {k: base64.b64decode(v[0]).decode() for k, v in parse_qs(editor.query).items()}
+    assert callbacks == {
+        "callback": "http://localhost/?returned=finished",
+        "callback_cancel": "http://localhost/?returned=cancelled",
+    }
     assert verified.exp is not None and 86000 < verified.exp - time.time() <= 86400
 
 
@@ -379,7 +386,7 @@ def test_demo_login_url_logs_in_once(runner: FlaskCliRunner, app: Flask) -> None
     browser = app.test_client()
     response = browser.get(f"{url.path}?{url.query}")
     assert response.status_code == 302
-    assert response.headers["Location"].endswith(f"/editor/{out['draft']}/edit")
+    assert urlsplit(response.headers["Location"]).path == f"/editor/{out['draft']}/edit"
     again = app.test_client().get(f"{url.path}?{url.query}")
     assert again.status_code != 302
 
@@ -388,6 +395,11 @@ def test_demo_login_url_logs_in_once(runner: FlaskCliRunner, app: Flask) -> None
     assert editor.status_code == 200
     page = editor.get_data(as_text=True)
     assert 'value="Ada Lovelace"' in page and 'value="ada@example.com"' in page
+    assert "not available" not in page  # Finish and Cancel lead back to the home page
+
+    # Finishing lands on the home page, which says so.
+    finished = browser.get("/?returned=finished")
+    assert "the design is finished" in finished.get_data(as_text=True)
 
 
 def test_demo_moves_an_old_democard_demo_to_the_business_card(

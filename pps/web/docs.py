@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from flask import Response, current_app, jsonify, render_template, send_from_directory
+from flask import Response, current_app, jsonify, render_template, request, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 
 from pps.errors import NotFound
@@ -104,4 +104,8 @@ def docs_asset(filename: str) -> Response:
     content_type="text/html",
 )
 def home() -> Response:
-    return Response(render_template("home.html"), mimetype="text/html")
+    # ``pps demo`` sends the editor's Finish and Cancel here, standing in for a shop.
+    returned = request.args.get("returned")
+    if returned not in ("finished", "cancelled"):
+        returned = None
+    return Response(render_template("home.html", returned=returned), mimetype="text/html")
