@@ -1,6 +1,7 @@
 """Load benchmark: pps under gunicorn against a Flask hello-world under the same config.
 
-    .venv/bin/python bench/load.py [-t 2] [-c 16] [-d 10] [--warmup 2] [--scenario auth ...]
+    .venv/bin/python bench/load.py [--rounds 3] [-t 2] [-c 16] [-d 6] [--warmup 2]
+                                   [--scenario auth ...]
 
 Both apps run under ``deploy/gunicorn.conf.py`` on 127.0.0.1; pps with a spawned
 redis-server and a fresh, migrated SQLite database. ``wrk`` drives one scenario at a time,
@@ -12,9 +13,13 @@ status other than the one expected, so an error page can never pass for a fast a
   file   GET /api-ext/files/draft/<hash>/print?jwt=...   (reusable token, expects 302)
   user   POST /api-ext/user with the bearer key          (expects 201)
 
-Prints requests/s, p99 latency and both as ratios to hello-world of the same run, and
-writes the whole result as JSON to bench/results/. Exit status 1 when a run saw unexpected
-statuses, socket errors or ran out of tokens; with --check also 3 when a target is missed.
+The machine may be noisy, so the whole sequence (hello-world, then every scenario) runs
+``--rounds`` times, and each scenario's ratios are taken against the hello-world run of the
+same round. Prints per scenario the median requests/s and p99 latency over the rounds, the
+median of the per-round ratios and their range, and writes the whole result, every round
+included, as JSON to bench/results/. Exit status 1 when any run of any round saw unexpected
+statuses, socket errors or ran out of tokens; with --check also 3 when a target is missed
+(judged on the median ratio).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import math
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,7 +58,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-t", "--threads", type=int, default=2, help="wrk threads (2)")
     parser.add_argument("-c", "--connections", type=int, default=16, help="wrk connections (16)")
-    parser.add_argument("-d", "--duration", type=int, default=10, help="seconds per run (10)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of hello-world + every scenario; ratios are per round, then the median (3)",
+    )
+    parser.add_argument("-d", "--duration", type=int, default=6, help="seconds per run (6)")
     parser.add_argument("--warmup", type=int, default=2, help="warm-up seconds per run (2)")
     parser.add_argument("--timeout", type=int, default=5, help="wrk request timeout, s (5)")
     parser.add_argument(
@@ -70,7 +82,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--token-factor",
         type=float,
         default=3.0,
-        help="login tokens = factor x hello-world req/s x duration (3.0)",
+        help="login tokens = factor x fastest hello-world req/s so far x duration (3.0)",
     )
     parser.add_argument(
         "--gunicorn-config",
@@ -80,7 +92,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    return parser.parse_args(argv)
+    opts = parser.parse_args(argv)
+    if opts.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    return opts
 
 
 def require_tools(config: Path) -> str:
@@ -270,6 +285,11 @@ def run_wrk(
     return result
 
 
+def remove_tokens(prefix: Path, threads: int) -> None:
+    for index in range(threads):
+        Path(f"{prefix}{index}.txt").unlink(missing_ok=True)
+
+
 def write_tokens(pps: Pps, prefix: Path, count: int, threads: int, tag: str) -> None:
     """``count`` login tokens with unique jti, dealt round-robin into one file per thread."""
     files = [open(f"{prefix}{index}.txt", "w") for index in range(threads)]  # noqa: SIM115
@@ -332,10 +352,55 @@ def summarise(name: str, raw: dict[str, Any], baseline: dict[str, Any] | None) -
     return result
 
 
+def _median(values: list[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
+
+
+def aggregate(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One scenario over all rounds: medians of req/s, p99 and the per-round ratios."""
+    firsts = [run["first_unexpected_status"] for run in runs if run["first_unexpected_status"]]
+    result: dict[str, Any] = {
+        "scenario": name,
+        "rounds": len(runs),
+        "rps": _median([run["rps"] for run in runs]),
+        "p99_ms": _median([run["p99_ms"] for run in runs]),
+        "p50_ms": _median([run["p50_ms"] for run in runs]),
+        "expected_status": runs[0]["expected_status"],
+        "unexpected_statuses": sum(run["unexpected_statuses"] for run in runs),
+        "first_unexpected_status": firsts[0] if firsts else None,
+        "socket_errors": sum(run["socket_errors"] for run in runs),
+        "tokens_exhausted": sum(run["tokens_exhausted"] for run in runs),
+        "valid": all(run["valid"] for run in runs),
+        "invalid_rounds": [number for number, run in enumerate(runs, 1) if not run["valid"]],
+    }
+    if "rps_ratio" in runs[0]:
+        for key in ("rps_ratio", "p99_ratio"):
+            values = [run[key] for run in runs if run[key] is not None]
+            result[key] = _median(values)
+            result[f"{key}_min"] = min(values) if values else None
+            result[f"{key}_max"] = max(values) if values else None
+            result[f"{key}_per_round"] = [run[key] for run in runs]
+    target = TARGETS.get(name)
+    if target is not None:
+        result["target_rps_ratio"] = target
+        result["meets_target"] = (result.get("rps_ratio") or 0.0) >= target
+    return result
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def print_table(results: list[dict[str, Any]]) -> None:
+    rounds = max(row["rounds"] for row in results)
+    print(
+        f"medians over {rounds} round(s); ratios against the same round's hello-world, "
+        "then the median and the range of those"
+    )
     header = (
-        f"{'scenario':<8} {'req/s':>9} {'p99 ms':>8} {'rps ratio':>10} {'p99 ratio':>10} "
-        f"{'unexpected':>10}  target"
+        f"{'scenario':<8} {'req/s':>9} {'p99 ms':>8} {'rps ratio':>10} {'min-max':>11} "
+        f"{'p99 ratio':>10} {'unexpected':>10}  target"
     )
     print(header)
     print("-" * len(header))
@@ -345,12 +410,20 @@ def print_table(results: list[dict[str, Any]]) -> None:
         if target is not None:
             verdict = f">= {target:.2f}  {'met' if row['meets_target'] else 'MISSED'}"
         bad = row["unexpected_statuses"] + row["socket_errors"] + row["tokens_exhausted"]
-        flag = "" if row["valid"] else f" (status {row['first_unexpected_status']})"
-        print(
+        flag = ""
+        if not row["valid"]:
+            flag = f" (status {row['first_unexpected_status']}, rounds {row['invalid_rounds']})"
+        if "rps_ratio" in row:
+            spread = f"{_ratio(row['rps_ratio_min'])}-{_ratio(row['rps_ratio_max'])}"
+            rps_ratio, p99_ratio = _ratio(row["rps_ratio"]), _ratio(row["p99_ratio"])
+        else:
+            spread, rps_ratio, p99_ratio = "", "1.00", "1.00"
+        line = (
             f"{row['scenario']:<8} {row['rps']:>9.1f} {row['p99_ms']:>8.2f} "
-            f"{row.get('rps_ratio', 1.0):>10.2f} {row.get('p99_ratio', 1.0):>10.2f} "
+            f"{rps_ratio:>10} {spread:>11} {p99_ratio:>10} "
             f"{bad:>10}  {verdict}{flag}"
         )
+        print(line.rstrip())
 
 
 def git_revision() -> str | None:
@@ -402,31 +475,61 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-        results: list[dict[str, Any]] = []
-        baseline: dict[str, Any] | None = None
-        for name in scenarios:
-            print(f"  running {name} ...", flush=True)
-            if name == "hello":
-                url, lua_args = hello_url, [f"expected={EXPECTED['hello']}"]
+        rounds: list[list[dict[str, Any]]] = []
+        fastest_hello = 0.0
+        for number in range(1, opts.rounds + 1):
+            print(f"round {number}/{opts.rounds}", flush=True)
+            runs: list[dict[str, Any]] = []
+            baseline: dict[str, Any] | None = None
+            for name in scenarios:
+                print(f"  running {name} ...", flush=True)
+                if name == "hello":
+                    url, lua_args = hello_url, [f"expected={EXPECTED['hello']}"]
+                    if opts.warmup:
+                        run_wrk(wrk, opts, url, opts.warmup, lua_args)
+                    raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
+                    baseline = summarise(name, raw, None)
+                    baseline["round"] = number
+                    fastest_hello = max(fastest_hello, baseline["rps"])
+                    runs.append(baseline)
+                    continue
+                assert baseline is not None
+                # Every /auth request spends a token: deal out more than this run can use,
+                # sized on the fastest hello-world so far (a disturbed round can't starve
+                # the next), and signed afresh each run: no token is ever used twice.
+                per_second = max(fastest_hello, 1000.0) * opts.token_factor
                 if opts.warmup:
+                    tokens = math.ceil(per_second * opts.warmup)
+                    tag = f"r{number}-warmup"
+                    url, lua_args = scenario_args(name, pps, workdir, opts, tokens, tag)
                     run_wrk(wrk, opts, url, opts.warmup, lua_args)
+                    remove_tokens(workdir / f"tokens-{tag}-", opts.threads)
+                tokens = math.ceil(per_second * opts.duration)
+                tag = f"r{number}-run"
+                url, lua_args = scenario_args(name, pps, workdir, opts, tokens, tag)
                 raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
-                baseline = summarise(name, raw, None)
-                results.append(baseline)
-                continue
-            assert baseline is not None
-            # Every /auth request spends a token: deal out more than this run can use.
-            per_second = max(baseline["rps"], 1000.0) * opts.token_factor
-            if opts.warmup:
-                tokens = math.ceil(per_second * opts.warmup)
-                url, lua_args = scenario_args(name, pps, workdir, opts, tokens, "warmup")
-                run_wrk(wrk, opts, url, opts.warmup, lua_args)
-            tokens = math.ceil(per_second * opts.duration)
-            url, lua_args = scenario_args(name, pps, workdir, opts, tokens, "run")
-            raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
-            if name == "auth":
-                raw["tokens_dealt"] = tokens
-            results.append(summarise(name, raw, baseline))
+                remove_tokens(workdir / f"tokens-{tag}-", opts.threads)
+                if name == "auth":
+                    raw["tokens_dealt"] = tokens
+                run = summarise(name, raw, baseline)
+                run["round"] = number
+                runs.append(run)
+            rounds.append(runs)
+            print(
+                "  "
+                + ", ".join(
+                    f"{run['scenario']} {run['rps']:.0f} req/s"
+                    + (f" ({run['rps_ratio']:.2f})" if run.get("rps_ratio") is not None else "")
+                    + ("" if run["valid"] else " INVALID")
+                    for run in runs
+                ),
+                flush=True,
+            )
+
+        results = [
+            aggregate(name, [runs[index] for runs in rounds])
+            for index, name in enumerate(scenarios)
+        ]
 
     print()
     print_table(results)
@@ -443,9 +546,11 @@ def main(argv: list[str] | None = None) -> int:
             "connections": opts.connections,
             "duration_s": opts.duration,
             "warmup_s": opts.warmup,
+            "rounds": opts.rounds,
         },
         "gunicorn": {"config": str(opts.gunicorn_config), "workers": workers},
         "results": results,
+        "rounds": rounds,
     }
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"load-{report['when'].replace(':', '')}.json"
@@ -454,7 +559,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nwritten to {path.relative_to(ROOT)}")
 
     if not all(row["valid"] for row in results):
-        print("INVALID: some runs saw unexpected statuses, socket errors or ran out of tokens")
+        print(
+            "INVALID: some runs saw unexpected statuses, socket errors or ran out of tokens "
+            "(see invalid_rounds in the JSON)"
+        )
         return 1
     if opts.check and not all(row.get("meets_target", True) for row in results):
         return 3
