@@ -232,15 +232,3 @@ def many(schema: type[Output]) -> dict[str, Any]:
         "required": ["data", "meta"],
         "properties": {"data": {"type": "array", "items": schema}, "meta": MetaOut},
     }
-
-
-OUTPUT_SCHEMAS: list[type[Output]] = [
-    ProfileOut,
-    UserOut,
-    PersonalizationsOut,
-    VariantOut,
-    DraftOut,
-    TemplateOut,
-    ClientOut,
-    MetaOut,
-]
