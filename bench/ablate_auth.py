@@ -10,7 +10,10 @@ per request through the Flask test client, in-process, for:
 2. the full ``/auth``;
 3. ``/auth`` without the nonce claim (the ephemeral store answers "first" without Redis);
 4. ... and without the session renewal;
-5. ... and without the user lookup.
+5. ... and without the user lookup;
+
+and, for reference, the "naive" ``/auth`` of the issue (bench/naive.py: Flask + PyJWT +
+redis-py, verify, claim, redirect, nothing else) on the same tokens and Redis.
 
 The differences between consecutive rows are the cost of each step. Benchmark only: the
 steps are switched off by replacing attributes of this process's app, never in pps itself.
@@ -28,6 +31,7 @@ from typing import Any
 
 import benchlib
 from flask import Flask
+from naive import naive_app
 from profile_auth import build_pps, drive, hello_app
 
 
@@ -58,6 +62,10 @@ def main() -> int:
             ("user lookup (database)", lambda: setattr(svc.repository, "user_exists", _yes)),
         ]
         baseline = cpu_per_request(hello, ["/"] * args.n, 200)
+        keys = {client.identifier: client.api_key for client in svc.repository.list_clients()}
+        naive = naive_app(redis_url, keys)
+        drive(naive, auth_paths()[:200], 302)
+        naive_cpu = cpu_per_request(naive, auth_paths(), 302)
         rows = [
             ("hello-world", baseline),
             ("/auth, everything", cpu_per_request(app, auth_paths(), 302)),
@@ -73,6 +81,8 @@ def main() -> int:
         print(f"{label:44s} {value:8.0f} {value / baseline:8.2f} {step:>11s}")
         previous = value
     print(f"\nleft over the baseline with all three steps removed: {rows[-1][1] - baseline:.0f} us")
+    ratio = naive_cpu / baseline
+    print(f"naive /auth (Flask + PyJWT + redis-py): {naive_cpu:.0f} us, {ratio:.2f} x hello")
     return 0
 
 
