@@ -113,6 +113,15 @@ def draft_values(draft: Draft) -> dict[str, object]:
     return {**draft.api_default_values, **draft.values}
 
 
+def rendered_draft_pdf(storage: FileStorage, draft: Draft, kind: str) -> StoredFile | None:
+    """The ``print`` or ``low-res`` PDF of the draft's current version if it was rendered
+    already; its key needs only the draft, so a cached file is found without the template."""
+    if kind == "image" or kind not in DRAFT_FILE_KINDS:
+        return None
+    key = draft_file_key(draft.client_identifier, draft.draft_hash, draft.version, kind)
+    return storage.stat(key)
+
+
 def render_draft_file(
     storage: FileStorage,
     draft: Draft,

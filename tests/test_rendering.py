@@ -18,6 +18,7 @@ from pps.rendering import (
     fit_size,
     render_draft_file,
     render_template_preview,
+    rendered_draft_pdf,
     template_spec,
 )
 from pps.repository.sql import SqlRepository
@@ -78,6 +79,17 @@ def test_an_imported_postcard_renders_from_storage(
     image = render_draft_file(storage, draft, postcard, "image", page=1, height=105)
     assert image.key.endswith(f"/v{draft.version}/image-p1-148x105.png")
     assert render_draft_file(storage, draft, postcard, "image", page=1, height=105) == image
+
+
+def test_a_rendered_pdf_is_found_from_the_draft_alone(
+    repository: SqlRepository, storage: LocalStorage, shop: Client, postcard: Template
+) -> None:
+    draft = draft_for(repository, shop, postcard, recipientName="Grace Hopper")
+    assert rendered_draft_pdf(storage, draft, "print") is None
+    stored = render_draft_file(storage, draft, postcard, "print")
+    assert rendered_draft_pdf(storage, draft, "print") == stored
+    assert rendered_draft_pdf(storage, draft, "low-res") is None
+    assert rendered_draft_pdf(storage, draft, "image") is None  # needs the template's size
 
 
 def test_values_are_api_defaults_overlaid_by_saved_values(

@@ -23,14 +23,18 @@ from pps.errors import Forbidden, NotFound, PpsError, ValidationFailed
 from pps.file_keys import (
     DRAFT_FILE_KINDS,
     content_type_for,
-    draft_file_key,
     draft_file_name,
     template_preview_name,
 )
 from pps.models import Draft
 from pps.openapi import F, operation
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
-from pps.rendering import TemplateNotRenderable, render_draft_file, template_preview_file
+from pps.rendering import (
+    TemplateNotRenderable,
+    render_draft_file,
+    rendered_draft_pdf,
+    template_preview_file,
+)
 from pps.storage import StoredFile
 from pps.web.common import CheckedToken, check_token, claim_jti, services
 
@@ -143,13 +147,9 @@ def draft_file(draft_hash: str, kind: str) -> Response:
         raise NotFound("No such draft.")
     if checked.token.user is not None and checked.token.user != draft.user_identifier:
         raise Forbidden("The token's user does not own this draft.")
-    stored = None
-    if kind != "image":
-        # The PDFs' keys need only the draft: a file rendered before is served without
-        # reading the template at all.
-        stored = svc.storage.stat(draft_file_key(client, draft.draft_hash, draft.version, kind))
-    if stored is None:
-        stored = _render_for_draft(draft, kind, file_kind.label)
+    stored = rendered_draft_pdf(svc.storage, draft, kind) or _render_for_draft(
+        draft, kind, file_kind.label
+    )
     return _link_to(
         checked,
         key=stored.key,
