@@ -9,7 +9,7 @@ per request through the Flask test client, in-process, for:
 1. a Flask hello-world (the baseline of bench/load.py);
 2. the full ``/auth``;
 3. ``/auth`` without the nonce claim (the ephemeral store answers "first" without Redis);
-4. ... and without the session renewal;
+4. ... and without the session cookie;
 5. ... and without the user lookup;
 
 and, for reference, the "naive" ``/auth`` of the issue (bench/naive.py: Flask + PyJWT +
@@ -22,7 +22,6 @@ steps are switched off by replacing attributes of this process's app, never in p
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -55,10 +54,10 @@ def main() -> int:
         drive(app, auth_paths()[:200], 302)  # warm-up: connections, caches
         drive(hello, ["/"] * 200, 200)
         svc = app.extensions["pps"]
-        auth_module = sys.modules["pps.web.auth"]
+        sessions = app.session_interface
         removals: list[tuple[str, Callable[[], Any]]] = [
             ("nonce claim (Redis SET NX GET)", lambda: setattr(svc.ephemeral, "claim", _first)),
-            ("session renewal and cookie", lambda: setattr(auth_module, "_renew_session", _skip)),
+            ("session cookie", lambda: setattr(sessions, "fresh_session_cookie", _cookie)),
             ("user lookup (database)", lambda: setattr(svc.repository, "user_exists", _yes)),
         ]
         baseline = cpu_per_request(hello, ["/"] * args.n, 200)
@@ -90,8 +89,8 @@ def _first(_key: str, _ttl: int) -> bool:
     return True
 
 
-def _skip(*_args: Any) -> None:
-    return None
+def _cookie(*_args: Any) -> str:
+    return "pps_session=-; Path=/"
 
 
 def _yes(_client: str, _user: str) -> bool:

@@ -38,33 +38,25 @@ from flask import Flask
 
 #: (label, path suffix of the file, function name): the steps of one /auth request.
 STEPS: list[tuple[str, str, str]] = [
-    ("whole request inside the app (Flask.wsgi_app)", "flask/app.py", "wsgi_app"),
-    ("  request context push (session open, URL match)", "flask/ctx.py", "push"),
-    ("    session cookie load (open_session)", "flask/sessions.py", "open_session"),
-    ("  view pps.web.auth.login", "pps/web/auth.py", "login"),
-    ("    check_token (verify + client lookup)", "pps/web/common.py", "check_token"),
+    ("hot route (HotRoutes._login)", "pps/web/hot.py", "_login"),
+    ("  pps.login.log_in", "pps/login.py", "log_in"),
+    ("    check_token (verify + client lookup)", "pps/access.py", "check_token"),
     ("      pps.tokens.verify_token", "pps/tokens.py", "verify_token"),
     ("      client lookup (ClientCache.get)", "pps/services.py", "get"),
-    ("    user lookup (SqlRepository.get_user)", "pps/repository/sql.py", "get_user"),
+    ("    user lookup (SqlRepository.user_exists)", "pps/repository/sql.py", "user_exists"),
     ("    redirect check (safe_redirect_target)", "pps/redirects.py", "safe_redirect_target"),
-    ("    nonce claim (claim_jti)", "pps/web/common.py", "claim_jti"),
+    ("    nonce claim (claim_jti)", "pps/access.py", "claim_jti"),
     ("      ephemeral store claim (Redis SET NX GET)", "pps/ephemeral/redis_store.py", "claim"),
     ("      ephemeral store claim (SQLite store)", "pps/ephemeral/sqlite_store.py", "claim"),
-    ("    session renewal (_renew_session)", "pps/web/auth.py", "_renew_session"),
-    ("      parse_editor_target", "pps/web/callbacks.py", "parse_editor_target"),
-    ("      editor_callbacks", "pps/web/callbacks.py", "editor_callbacks"),
-    ("    render_template (redirecting.html)", "flask/templating.py", "render_template"),
-    ("  finalize_request (after_request, save session)", "flask/app.py", "finalize_request"),
-    ("    session cookie save (save_session)", "flask/sessions.py", "save_session"),
+    ("    editor grants (_editor_grants)", "pps/login.py", "_editor_grants"),
+    ("  session cookie (fresh_session_cookie)", "pps/web/session.py", "fresh_session_cookie"),
     (
-        "      itsdangerous signing (URLSafeTimedSerializer.dumps)",
+        "    itsdangerous signing (URLSafeTimedSerializer.dumps)",
         "itsdangerous/serializer.py",
         "dumps",
     ),
-    ("  request context pop (teardown)", "flask/ctx.py", "pop"),
-    ("all SQLAlchemy Connection.execute", "sqlalchemy/engine/base.py", "execute"),
-    ("all SQLAlchemy Engine.connect", "sqlalchemy/engine/base.py", "connect"),
-    ("all redis-py Redis.execute_command", "redis/client.py", "execute_command"),
+    ("    werkzeug dump_cookie", "werkzeug/http.py", "dump_cookie"),
+    ("Flask (only for what the hot route hands over)", "flask/app.py", "wsgi_app"),
 ]
 
 

@@ -7,8 +7,6 @@ sees Flask's default HTML error page on ``/api-ext``.
 from __future__ import annotations
 
 import logging
-import re
-import secrets
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, render_template, request
@@ -16,11 +14,11 @@ from werkzeug.exceptions import HTTPException
 
 from pps.ephemeral import EphemeralUnavailable
 from pps.errors import PpsError, ServiceUnavailable
+from pps.http_headers import request_id_from
 
 log = logging.getLogger("pps")
 
 _JSON_PREFIXES = ("/api-ext", "/files/", "/openapi.json")
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _PLAIN_MESSAGES = {
     400: "The request could not be understood.",
     404: "There is nothing at this address.",
@@ -34,8 +32,7 @@ def request_id() -> str:
     """The id shown on error pages and sent as X-Request-ID; taken from nginx when sane."""
     rid = g.get("request_id")
     if rid is None:
-        incoming = request.headers.get("X-Request-ID", "")
-        rid = incoming if _REQUEST_ID.match(incoming) else secrets.token_hex(8)
+        rid = request_id_from(request.headers.get("X-Request-ID"))
         g.request_id = rid
     return str(rid)
 

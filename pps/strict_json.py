@@ -12,8 +12,16 @@ from typing import Any
 
 
 def loads(text: str | bytes) -> Any:
-    """``json.loads`` refusing non-finite numbers with a ``ValueError``."""
-    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    """``json.loads`` refusing non-finite numbers with a ``ValueError``.
+
+    One decoder serves every call: ``json.loads`` with hooks builds a new one each time,
+    which costs more than decoding a token's header.
+    """
+    if isinstance(text, bytes | bytearray):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    elif text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
 
 
 def _reject_constant(name: str) -> Any:
@@ -26,3 +34,6 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"the number {text[:40]} is out of range")
     return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, Response
 
+from pps.http_headers import PAGE_HEADERS
+
 bp = Blueprint(
     "web",
     __name__,
@@ -17,27 +19,19 @@ bp = Blueprint(
     static_url_path="/static",
 )
 
-#: Every HTML page: own-origin resources only, no inline scripts or styles, no framing.
-#: (The editor step ``embed``, framed by the shop, would need ``frame-ancestors`` with the
-#: client's allowed origins; it is not offered yet.)
-PAGE_CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-
 
 def security_headers(response: Response) -> Response:
     """Defaults for HTML pages, ours and the error pages; a view may set its own first."""
     if response.mimetype == "text/html":
-        response.headers.setdefault("Content-Security-Policy", PAGE_CSP)
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        for name, value in PAGE_HEADERS:
+            response.headers.setdefault(name, value)
     return response
 
 
 def register_web(app: Flask) -> None:
     from pps.web import auth, docs, editor, files  # noqa: F401  (routes register on bp)
     from pps.web.file_api import files_api
+    from pps.web.hot import HotRoutes
     from pps.web.session import PpsSessionInterface
 
     app.session_interface = PpsSessionInterface()
@@ -45,3 +39,4 @@ def register_web(app: Flask) -> None:
     app.register_blueprint(bp)
     app.register_blueprint(files_api)
     app.after_request(security_headers)
+    app.wsgi_app = HotRoutes(app)  # type: ignore[method-assign]

@@ -25,15 +25,16 @@ from urllib.parse import urlencode
 
 from flask import Response, jsonify, render_template, request, session, url_for
 
+from pps.callbacks import CALLBACK_PARAMS, editor_callbacks
 from pps.errors import NotFound, PayloadTooLarge, PpsError
+from pps.http_headers import PAGE_CSP
 from pps.models import DRAFT_STATES, Client, Draft, Template
 from pps.openapi import operation
 from pps.render import Field, InvalidValues, TemplateSpec, image_size, render_file, validate_values
 from pps.rendering import StorageAssets, TemplateNotRenderable, render_draft_file, template_spec
 from pps.storage import StoredFile
-from pps.web import PAGE_CSP, bp
+from pps.web import bp
 from pps.web.auth import SESSION_EDITOR, logged_in_as
-from pps.web.callbacks import CALLBACK_PARAMS, editor_callbacks
 from pps.web.common import services
 from pps.web.csrf import check_csrf, csrf_token
 from pps.web.editor_model import (

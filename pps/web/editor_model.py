@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pps.callbacks import CALLBACK_PARAMS, vetted_callbacks
 from pps.models import Draft, Template
 from pps.redirects import origin_of
 from pps.render import Field, TemplateSpec
 from pps.render.spec import MAX_VALUE_LENGTH
-from pps.web.callbacks import CALLBACK_PARAMS, vetted_callbacks
 from pps.web.i18n import Translator
 
 __all__ = [

@@ -8,17 +8,13 @@ and PHP's stream wrappers follow these URLs with whatever Accept header they lik
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable
-from typing import Any
-from urllib.parse import quote
 
 from flask import Blueprint, Response, request
 
-from pps import ids
-from pps.ephemeral import link_key
+from pps.access import CheckedToken, check_token
 from pps.errors import Forbidden, NotFound, PpsError, ValidationFailed
 from pps.file_keys import (
     DRAFT_FILE_KINDS,
@@ -26,6 +22,7 @@ from pps.file_keys import (
     draft_file_name,
     template_preview_name,
 )
+from pps.file_links import issue_link, owned_draft
 from pps.models import Draft
 from pps.openapi import F, operation
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
@@ -36,7 +33,8 @@ from pps.rendering import (
     template_preview_file,
 )
 from pps.storage import StoredFile
-from pps.web.common import CheckedToken, check_token, claim_jti, services
+from pps.web.common import services
+from pps.web.hot import handed_over
 
 files_api = Blueprint("files_api", __name__, url_prefix="/api-ext/files")
 log = logging.getLogger(__name__)
@@ -134,6 +132,8 @@ def _file_operation(
     response_description="Redirect to the file.",
 )
 def draft_file(draft_hash: str, kind: str) -> Response:
+    # A rendered PDF is usually linked by pps.web.hot; its errors are raised here.
+    handed_over(request.environ)
     file_kind = DRAFT_FILE_KINDS.get(kind)
     if file_kind is None:
         raise NotFound(
@@ -141,12 +141,7 @@ def draft_file(draft_hash: str, kind: str) -> Response:
         )
     checked = _checked_token()
     svc = services()
-    client = checked.client.identifier
-    draft = svc.repository.get_draft(client, draft_hash)
-    if draft is None:
-        raise NotFound("No such draft.")
-    if checked.token.user is not None and checked.token.user != draft.user_identifier:
-        raise Forbidden("The token's user does not own this draft.")
+    draft = owned_draft(svc, checked, draft_hash)
     stored = rendered_draft_pdf(svc.storage, draft, kind) or _render_for_draft(
         draft, kind, file_kind.label
     )
@@ -263,23 +258,16 @@ def _checked_token() -> CheckedToken:
     raw = request.args.get("jwt", "")
     if not raw:
         raise TokenMissing()
-    return check_token(raw, request_path=request.path, login=False)
+    return check_token(services(), raw, request_path=request.path, login=False)
 
 
 def _link_to(checked: CheckedToken, *, key: str, filename: str, content_type: str) -> Response:
     """Use up the token's ``jti`` (if any), store a fresh link and redirect to it."""
-    svc = services()
-    claim_jti(checked, login=False)  # last check: a refused request leaves the jti unused
-    token = ids.link_token()
-    link: dict[str, Any] = {
-        "key": key,
-        "filename": filename,
-        "contentType": content_type,
-        "client": checked.client.identifier,
-    }
-    svc.ephemeral.put_link(link_key(token), json.dumps(link), svc.settings.file_link_ttl)
+    location = issue_link(
+        services(), checked, key=key, filename=filename, content_type=content_type
+    )
     response = Response(status=302)
-    response.headers["Location"] = f"{svc.settings.base_url}/files/{token}/{quote(filename)}"
+    response.headers["Location"] = location
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"
     return response

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
 from itsdangerous import Serializer, URLSafeTimedSerializer
 from itsdangerous.encoding import base64_encode
+from werkzeug.http import dump_cookie
 
 
 class UncompressedSerializer(URLSafeTimedSerializer):
@@ -62,3 +65,22 @@ class PpsSessionInterface(SecureCookieSessionInterface):
             )
             self._serializers[id(app)] = serializer
         return serializer
+
+    def fresh_session_cookie(self, app: Flask, data: Mapping[str, Any]) -> str:
+        """``Set-Cookie`` of a new permanent session holding ``data``, exactly as
+        :meth:`save_session` writes it, for answers made outside Flask's request cycle."""
+        serializer = self.get_signing_serializer(app)
+        if serializer is None:
+            raise RuntimeError("a session cookie needs the app's SECRET_KEY")
+        return dump_cookie(
+            self.get_cookie_name(app),
+            serializer.dumps({**data, "_permanent": True}),
+            expires=datetime.now(UTC) + app.permanent_session_lifetime,
+            path=self.get_cookie_path(app),
+            domain=self.get_cookie_domain(app),
+            secure=self.get_cookie_secure(app),
+            httponly=self.get_cookie_httponly(app),
+            samesite=self.get_cookie_samesite(app),
+            partitioned=self.get_cookie_partitioned(app),
+            max_size=app.config["MAX_COOKIE_SIZE"],
+        )

@@ -1,0 +1,137 @@
+"""Logging a shop's user in with a token the shop signed. Plain Python: no Flask.
+
+Order of checks: the token (signature, times, ``urlPath``), the ``user`` and ``jti`` claims,
+the user, the redirect target, and only then, last, the nonce. A token refused for any
+reason before the nonce is claimed is not used up. What a successful login grants is a
+:class:`Login`; the web layer turns it into a fresh session cookie and a redirect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from markupsafe import escape
+
+from pps.access import check_token, claim_jti, token_error
+from pps.callbacks import editor_callbacks, parse_editor_target
+from pps.errors import BadRequest
+from pps.redirects import RedirectRefused, safe_redirect_target
+from pps.services import Services
+from pps.tokens import InvalidClaim, MissingClaim
+
+__all__ = [
+    "SESSION_CLIENT",
+    "SESSION_EDITOR",
+    "SESSION_LIFETIME",
+    "SESSION_LOGIN_AT",
+    "SESSION_USER",
+    "Login",
+    "log_in",
+    "redirect_page",
+]
+
+#: How long a login lasts. The session cookie is signed with a timestamp and older cookies
+#: are refused by the server, so this is enforced by the server, not only by the cookie.
+SESSION_LIFETIME = timedelta(hours=8)
+
+SESSION_CLIENT = "client"
+SESSION_USER = "user"
+SESSION_LOGIN_AT = "login_at"
+SESSION_EDITOR = "editor"
+"""``{draftHash: {"callbacks": {...}, "step": ...}}`` for the drafts this login may open."""
+
+_MAX_SHOWN_TARGET = 200
+
+
+@dataclass(frozen=True)
+class Login:
+    """A login that passed every check and used up its token's ``jti``."""
+
+    client: str
+    user: str
+    at: int
+    location: str | None
+    """Where to send the browser (ready for ``Location``), or None for the landing page."""
+    editor: dict[str, Any]
+    """Editor grants: the callbacks of the editor URL in the signed ``redirect`` claim."""
+
+    def session_data(self) -> dict[str, Any]:
+        """Everything the new session holds; nothing of an earlier session survives."""
+        return {
+            SESSION_CLIENT: self.client,
+            SESSION_USER: self.user,
+            SESSION_LOGIN_AT: self.at,
+            SESSION_EDITOR: self.editor,
+        }
+
+
+def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
+    """Check the login token ``raw`` and use it up; raise a :class:`~pps.errors.PpsError`."""
+    if not raw:
+        raise BadRequest(
+            "This login link has no token: the shop must send the browser to "
+            "/auth?jwt=<signed token>."
+        )
+    checked = check_token(svc, raw, request_path=request_path, login=True)
+    token, client = checked.token, checked.client
+    if not token.user:
+        raise token_error(
+            MissingClaim("the token has no 'user' claim; a login needs the user identifier"),
+            login=True,
+        )
+    if token.jti is None:
+        raise token_error(
+            MissingClaim("the token has no 'jti'; a login token needs a fresh nonce"),
+            login=True,
+        )
+    if not svc.repository.user_exists(client.identifier, token.user):
+        raise token_error(
+            InvalidClaim(f"{token.user!r} is not a user of client {client.identifier!r}"),
+            login=True,
+        )
+
+    location = None
+    if token.redirect is not None:
+        try:
+            location = safe_redirect_target(
+                token.redirect,
+                base_url=svc.settings.base_url,
+                allowed_origins=client.allowed_origins,
+            )
+        except RedirectRefused as exc:
+            raise BadRequest(
+                f"After logging in you would have been sent to {_shown(token.redirect)}, "
+                f"but that target is refused: {exc.reason}."
+            ) from exc
+
+    claim_jti(svc, checked, login=True)  # last: nothing above may burn the token
+    return Login(
+        client=client.identifier,
+        user=token.user,
+        at=int(checked.now),
+        location=location,
+        editor=_editor_grants(location, svc.settings.base_url),
+    )
+
+
+def redirect_page(location: str) -> bytes:
+    """The body of the login redirect: browsers follow ``Location``; this is for curl users."""
+    link = escape(location)
+    return f'<!doctype html><title>Redirecting</title><a href="{link}">Continue</a>'.encode()
+
+
+def _editor_grants(location: str | None, base_url: str) -> dict[str, Any]:
+    if location is None:
+        return {}
+    target = parse_editor_target(location, base_url)
+    if target is None:
+        return {}
+    # These came inside the signed redirect claim, so the editor may trust them.
+    return {target.draft_hash: {"callbacks": editor_callbacks(target.query)}}
+
+
+def _shown(target: str) -> str:
+    text = repr(target)
+    return text if len(text) <= _MAX_SHOWN_TARGET else text[: _MAX_SHOWN_TARGET - 3] + "..."
