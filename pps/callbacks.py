@@ -13,9 +13,10 @@ import binascii
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import parse_qs, urlsplit
 
-from pps.redirects import RedirectRefused, origin_of, safe_redirect_target
+from pps.redirects import RedirectRefused, origin_of, own_origin, safe_redirect_target
 
 __all__ = [
     "CALLBACK_PARAMS",
@@ -49,12 +50,11 @@ def parse_editor_target(location: str, base_url: str) -> EditorTarget | None:
     (and below the path) of ``base_url``.
     """
     parts = urlsplit(location)
-    base = urlsplit(base_url)
     path = parts.path
     if parts.scheme or parts.netloc:
-        if origin_of(location) != origin_of(base_url):
+        if origin_of(location) != own_origin(base_url):
             return None
-        prefix = base.path.rstrip("/")
+        prefix = _base_path(base_url)
         if prefix:
             if not path.startswith(prefix + "/"):
                 return None
@@ -67,6 +67,12 @@ def parse_editor_target(location: str, base_url: str) -> EditorTarget | None:
         step=match["step"],
         query=parse_qs(parts.query, keep_blank_values=True),
     )
+
+
+@lru_cache(maxsize=16)
+def _base_path(base_url: str) -> str:
+    """The path the service is mounted under ("" at the root), parsed once per process."""
+    return urlsplit(base_url).path.rstrip("/")
 
 
 def decode_callback(value: str) -> str | None:

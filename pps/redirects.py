@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import quote
 
-__all__ = ["RedirectRefused", "origin_of", "safe_redirect_target"]
+__all__ = ["RedirectRefused", "origin_of", "own_origin", "safe_redirect_target"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # A scheme as the WHATWG URL parser recognises one: anything matching this before a ':' is
@@ -49,12 +50,23 @@ def safe_redirect_target(target: str, *, base_url: str, allowed_origins: Iterabl
             raise RedirectRefused("a relative target must not start with '//'")
         return quote(target, safe=_LOCATION_SAFE)
     origin = _parse_origin(target)
-    allowed = {o for o in (origin_of(base_url), *map(origin_of, allowed_origins)) if o}
-    if origin not in allowed:
+    if origin not in _allowed_origins(base_url, tuple(allowed_origins)):
         raise RedirectRefused(
             f"{origin} is not an allowed redirect origin; ask the operator to add it"
         )
     return quote(target, safe=_LOCATION_SAFE)
+
+
+@lru_cache(maxsize=256)
+def _allowed_origins(base_url: str, allowed_origins: tuple[str, ...]) -> frozenset[str]:
+    """The service's origin and a client's allowed ones: the same few in every request."""
+    return frozenset(o for o in (own_origin(base_url), *map(origin_of, allowed_origins)) if o)
+
+
+@lru_cache(maxsize=16)
+def own_origin(base_url: str) -> str | None:
+    """:func:`origin_of` the service's base URL, parsed once per process."""
+    return origin_of(base_url)
 
 
 def origin_of(url: str) -> str | None:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 from flask import Flask, session
-from itsdangerous import URLSafeTimedSerializer
+from itsdangerous import Serializer, URLSafeTimedSerializer
 
 from pps.web.session import CompactJson, PpsSessionInterface
 
@@ -79,3 +79,27 @@ def test_compressed_cookies_still_load(small_app: Flask) -> None:
     client = small_app.test_client()
     client.set_cookie("session", value)
     assert client.get("/get").text == "u2"
+
+
+def test_cookies_are_signed_exactly_as_itsdangerous_signs_them(small_app: Flask) -> None:
+    """The session serializer's own signing writes byte for byte what itsdangerous writes."""
+    interface = small_app.session_interface
+    assert isinstance(interface, PpsSessionInterface)
+    ours = interface.get_signing_serializer(small_app)
+    assert ours is not None
+    data = {"user": "u3", "editor": {"h": {"callbacks": {"callback": "https://shop.example/é"}}}}
+    generic = Serializer.dumps  # itsdangerous' own path: a fresh signer, key derived per call
+    for _ in range(5):  # both within one second, so both carry the same timestamp
+        second = int(time.time())
+        fast, reference = ours.dumps(data), generic(ours, data)
+        if int(time.time()) == second:
+            break
+    assert fast == reference
+    assert ours.loads(fast, max_age=60) == data
+    # A different secret key gives a different signature (the key is really used).
+    other = PpsSessionInterface()
+    stranger = Flask(__name__)
+    stranger.secret_key = "another-secret-key-0123456789abcd"
+    signed_elsewhere = other.get_signing_serializer(stranger)
+    assert signed_elsewhere is not None
+    assert signed_elsewhere.dumps(data).rsplit(".", 1)[1] != fast.rsplit(".", 1)[1]
