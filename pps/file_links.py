@@ -14,15 +14,15 @@ from pps import ids
 from pps.access import CheckedToken, claim_jti
 from pps.ephemeral import link_key
 from pps.errors import Forbidden, NotFound
-from pps.models import Draft
+from pps.models import DraftRef
 from pps.services import Services
 
 __all__ = ["issue_link", "owned_draft"]
 
 
-def owned_draft(svc: Services, checked: CheckedToken, draft_hash: str) -> Draft:
+def owned_draft(svc: Services, checked: CheckedToken, draft_hash: str) -> DraftRef:
     """The token's client's draft; 403 when the token names a ``user`` who does not own it."""
-    draft = svc.repository.get_draft(checked.client.identifier, draft_hash)
+    draft = svc.repository.get_draft_ref(checked.client.identifier, draft_hash)
     if draft is None:
         raise NotFound("No such draft.")
     if checked.token.user is not None and checked.token.user != draft.user_identifier:

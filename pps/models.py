@@ -72,5 +72,18 @@ class Draft:
     updated_at: datetime
 
 
+@dataclass(frozen=True)
+class DraftRef:
+    """Whose a draft is and which version it is at: all a link to its rendered files needs.
+
+    :class:`Draft` has the same fields, so either serves where only these are read.
+    """
+
+    draft_hash: str
+    client_identifier: str
+    user_identifier: str
+    version: int
+
+
 DRAFT_STATES = ("init", "edited", "finished")
 DRAFT_INTENTS = ("customize", "upload", "order")

@@ -27,7 +27,7 @@ from pps.file_keys import (
     template_asset_key,
     template_rendered_preview_key,
 )
-from pps.models import Draft, Template
+from pps.models import Draft, DraftRef, Template
 from pps.render import (
     MAX_PIXELS,
     AssetError,
@@ -113,7 +113,9 @@ def draft_values(draft: Draft) -> dict[str, object]:
     return {**draft.api_default_values, **draft.values}
 
 
-def rendered_draft_pdf(storage: FileStorage, draft: Draft, kind: str) -> StoredFile | None:
+def rendered_draft_pdf(
+    storage: FileStorage, draft: Draft | DraftRef, kind: str
+) -> StoredFile | None:
     """The ``print`` or ``low-res`` PDF of the draft's current version if it was rendered
     already; its key needs only the draft, so a cached file is found without the template."""
     if kind == "image" or kind not in DRAFT_FILE_KINDS:

@@ -24,7 +24,7 @@ from api_support import (
 )
 
 from pps import ids
-from pps.models import Client, Draft, Template, User
+from pps.models import Client, Draft, DraftRef, Template, User
 from pps.repository import DuplicateIdentifier
 from pps.repository.sql import SqlRepository
 
@@ -195,6 +195,28 @@ def test_user_exists_only_for_its_own_client(repository: SqlRepository, shop_a: 
     assert not repository.user_exists(shop_a.identifier, "a\x00b")
     repository.delete_user(shop_a.identifier, user.identifier)
     assert not repository.user_exists(shop_a.identifier, user.identifier)
+
+
+def test_draft_ref_only_for_its_own_client(repository: SqlRepository, shop_a: Client) -> None:
+    """The file-link fast path: owner and version, honouring tenancy like every other."""
+    shop_b = repository.create_client("Shop B")
+    draft = make_draft(repository, shop_a)
+    ref = repository.get_draft_ref(shop_a.identifier, draft.draft_hash)
+    assert ref == DraftRef(
+        draft_hash=draft.draft_hash,
+        client_identifier=shop_a.identifier,
+        user_identifier=draft.user_identifier,
+        version=draft.version,
+    )
+    assert repository.get_draft_ref(shop_b.identifier, draft.draft_hash) is None
+    assert repository.get_draft_ref(shop_a.identifier, draft.draft_hash.upper() + "x") is None
+    assert repository.get_draft_ref(shop_a.identifier, "a\x00b") is None
+    changed = repository.update_draft(shop_a.identifier, draft.draft_hash, state="edited")
+    assert changed is not None and changed.version == draft.version + 1
+    again = repository.get_draft_ref(shop_a.identifier, draft.draft_hash)
+    assert again is not None and again.version == changed.version
+    repository.delete_draft(shop_a.identifier, draft.draft_hash)
+    assert repository.get_draft_ref(shop_a.identifier, draft.draft_hash) is None
 
 
 def test_create_user_without_fields(repository: SqlRepository, shop_a: Client) -> None:

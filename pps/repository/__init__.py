@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from pps.models import Client, Draft, JsonObject, Template, User
+from pps.models import Client, Draft, DraftRef, JsonObject, Template, User
 
 T = TypeVar("T")
 
@@ -128,6 +128,10 @@ class Repository(Protocol):
         ...
 
     def get_draft(self, client: str, draft_hash: str) -> Draft | None: ...
+
+    def get_draft_ref(self, client: str, draft_hash: str) -> DraftRef | None:
+        """Owner and version of a draft of ``client``; the cheapest draft lookup there is."""
+        ...
 
     def list_drafts(
         self, client: str, page: int = 1, per_page: int = 25, user_identifier: str | None = None

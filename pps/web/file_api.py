@@ -23,7 +23,7 @@ from pps.file_keys import (
     template_preview_name,
 )
 from pps.file_links import issue_link, owned_draft
-from pps.models import Draft
+from pps.models import DraftRef
 from pps.openapi import F, operation
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
 from pps.rendering import (
@@ -153,8 +153,11 @@ def draft_file(draft_hash: str, kind: str) -> Response:
     )
 
 
-def _render_for_draft(draft: Draft, kind: str, label: str) -> StoredFile:
+def _render_for_draft(ref: DraftRef, kind: str, label: str) -> StoredFile:
     svc = services()
+    draft = svc.repository.get_draft(ref.client_identifier, ref.draft_hash)
+    if draft is None:  # deleted since the token was checked
+        raise NotFound("No such draft.")
     template = svc.repository.get_template(draft.client_identifier, draft.template_identifier)
     if template is None:
         raise NotFound("The draft's template no longer exists.")
