@@ -133,8 +133,12 @@ def spawned(args: list[str], *, log: Path, env: dict[str, str] | None = None) ->
 
 
 @contextmanager
-def redis_server(workdir: Path) -> Iterator[str]:
-    """A throw-away redis-server on a free port; yields its URL."""
+def redis_server(workdir: Path, *, transport: str = "tcp") -> Iterator[str]:
+    """A throw-away redis-server; yields its URL.
+
+    ``transport`` is ``tcp`` (a free port on 127.0.0.1) or ``unix`` (a socket file in
+    ``workdir``, as a Redis on the same host as pps is best reached).
+    """
     binary = shutil.which("redis-server")
     if binary is None:
         raise SystemExit(
@@ -143,6 +147,12 @@ def redis_server(workdir: Path) -> Iterator[str]:
     port = free_port()
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
     args += ["--appendonly", "no", "--dir", str(workdir)]
+    socket_path = workdir / "redis.sock"
+    if transport == "unix":
+        args += ["--unixsocket", str(socket_path), "--unixsocketperm", "700"]
     with spawned(args, log=workdir / "redis.log") as proc:
         wait_for_port(port, proc)
-        yield f"redis://127.0.0.1:{port}/0"
+        if transport == "unix":
+            yield f"unix://{socket_path}?db=0"
+        else:
+            yield f"redis://127.0.0.1:{port}/0"

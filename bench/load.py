@@ -90,6 +90,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=GUNICORN_CONF,
         help="gunicorn config for both apps (default: deploy/gunicorn.conf.py)",
     )
+    parser.add_argument(
+        "--redis",
+        choices=("unix", "tcp"),
+        default="unix",
+        help="how pps reaches its Redis: a unix socket, as on one host (default), or TCP",
+    )
     parser.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
@@ -445,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tempfile.mkdtemp(prefix="pps-bench-"))
         if not opts.keep:
             stack.callback(shutil.rmtree, workdir, ignore_errors=True)
-        redis_url = stack.enter_context(benchlib.redis_server(workdir))
+        redis_url = stack.enter_context(benchlib.redis_server(workdir, transport=opts.redis))
 
         pps = Pps(workdir, redis_url)
         pps.prepare_database()
@@ -471,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"pps {pps.base_url} and hello-world {hello_url} under {opts.gunicorn_config}, "
             f"workers {workers}; wrk -t{opts.threads} -c{opts.connections} -d{opts.duration}s "
-            f"(warm-up {opts.warmup}s), {os.cpu_count()} CPUs",
+            f"(warm-up {opts.warmup}s), {os.cpu_count()} CPUs; Redis over {opts.redis}",
             flush=True,
         )
 
@@ -549,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": opts.rounds,
         },
         "gunicorn": {"config": str(opts.gunicorn_config), "workers": workers},
+        "redis": opts.redis,
         "results": results,
         "rounds": rounds,
     }

@@ -52,11 +52,14 @@ class UncompressedSerializer(URLSafeTimedSerializer):
 
 
 class CompactJson:
-    """The ``dumps``/``loads`` pair itsdangerous expects."""
+    """The ``dumps``/``loads`` pair itsdangerous expects; one encoder for every cookie
+    (``json.dumps`` with options builds a new one per call)."""
+
+    _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
 
     @staticmethod
     def dumps(value: Any) -> str:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+        return CompactJson._encoder.encode(value)
 
     @staticmethod
     def loads(value: str | bytes) -> Any:
