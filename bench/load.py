@@ -92,9 +92,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--redis",
-        choices=("unix", "tcp"),
-        default="unix",
-        help="how pps reaches its Redis: a unix socket, as on one host (default), or TCP",
+        choices=("tcp", "unix"),
+        default="tcp",
+        help="how pps reaches its Redis: TCP on 127.0.0.1 (default) or a unix socket",
     )
     parser.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")

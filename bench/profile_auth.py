@@ -50,11 +50,7 @@ STEPS: list[tuple[str, str, str]] = [
     ("      ephemeral store claim (SQLite store)", "pps/ephemeral/sqlite_store.py", "claim"),
     ("    editor grants (_editor_grants)", "pps/login.py", "_editor_grants"),
     ("  session cookie (fresh_session_cookie)", "pps/web/session.py", "fresh_session_cookie"),
-    (
-        "    itsdangerous signing (URLSafeTimedSerializer.dumps)",
-        "itsdangerous/serializer.py",
-        "dumps",
-    ),
+    ("    signing (UncompressedSerializer.dumps)", "pps/web/session.py", "dumps"),
     ("    werkzeug dump_cookie", "werkzeug/http.py", "dump_cookie"),
     ("Flask (only for what the hot route hands over)", "flask/app.py", "wsgi_app"),
 ]
