@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
 
@@ -29,6 +30,8 @@ from pps.models import Client, Draft, User
 from pps.repository.sql import SqlRepository
 from pps.web.hot import HotRoutes
 from pps.web.session import PpsSessionInterface
+
+Claims = Callable[[Client, User, str], dict[str, Any]]
 
 #: Fresh for every request, so never compared.
 _PER_REQUEST = {"X-Request-ID", "Set-Cookie"}
@@ -64,10 +67,46 @@ def deployed(app: Flask) -> WsgiClient:
 
 
 @pytest.fixture
-def flask_only(hot: HotRoutes) -> WsgiClient:
-    """The Flask app alone, as if the hot routes were not there."""
-    flask_wsgi = hot.fallback
-    return WsgiClient(lambda environ, start: flask_wsgi(environ, start), use_cookies=False)
+def flask_only(app: Flask) -> WsgiClient:
+    """The Flask app alone, as if the hot routes were not there (and never recorded)."""
+    return WsgiClient(lambda environ, start: Flask.wsgi_app(app, environ, start), use_cookies=False)
+
+
+@dataclass
+class Twin:
+    """One tenant, user and draft, and the two ways to reach the app."""
+
+    deployed: WsgiClient
+    flask_only: WsgiClient
+    reached_flask: Recorder
+    tenant: Client
+    user: User
+    draft: Draft
+
+    def claims(self, build: Claims) -> dict[str, Any]:
+        return build(self.tenant, self.user, self.draft.draft_hash)
+
+    def login_both(
+        self, claims: dict[str, Any], jti: str | None = None
+    ) -> tuple[TestResponse, TestResponse]:
+        """The same login deployed (with ``jti``) and through Flask alone (another jti)."""
+        hot, plain = (
+            client.get("/auth", query_string={"jwt": sign(self.tenant.api_key, claims, jti=j)})
+            for client, j in ((self.deployed, jti or fresh_jti()), (self.flask_only, fresh_jti()))
+        )
+        return hot, plain
+
+
+@pytest.fixture
+def twin(
+    deployed: WsgiClient,
+    flask_only: WsgiClient,
+    reached_flask: Recorder,
+    tenant: Client,
+    user: User,
+    draft: Draft,
+) -> Twin:
+    return Twin(deployed, flask_only, reached_flask, tenant, user, draft)
 
 
 @pytest.fixture
@@ -129,8 +168,6 @@ def session_cookie(app: Flask, response: TestResponse) -> tuple[dict[str, Any], 
 
 # -- /auth ---------------------------------------------------------------------------------
 
-Claims = Callable[[Client, User, str], dict[str, Any]]
-
 
 def _claims(**extra: Any) -> Claims:
     def build(tenant: Client, user: User, draft_hash: str) -> dict[str, Any]:
@@ -161,21 +198,10 @@ REFUSED: dict[str, tuple[Claims, int]] = {
 
 @pytest.mark.parametrize("case", LOGINS)
 def test_login_is_answered_by_the_hot_route_as_flask_would(
-    app: Flask,
-    deployed: WsgiClient,
-    flask_only: WsgiClient,
-    reached_flask: Recorder,
-    tenant: Client,
-    user: User,
-    draft: Draft,
-    case: str,
+    app: Flask, twin: Twin, case: str
 ) -> None:
-    claims = LOGINS[case](tenant, user, draft.draft_hash)
-    hot = deployed.get("/auth", query_string={"jwt": sign(tenant.api_key, claims, jti=fresh_jti())})
-    assert reached_flask.paths == [], "a successful login must not need Flask"
-    plain = flask_only.get(
-        "/auth", query_string={"jwt": sign(tenant.api_key, claims, jti=fresh_jti())}
-    )
+    hot, plain = twin.login_both(twin.claims(LOGINS[case]))
+    assert twin.reached_flask.paths == [], "a successful login must not need Flask"
     assert hot.status_code == 302
     assert comparable(hot) == comparable(plain)
     assert session_cookie(app, hot) == session_cookie(app, plain)
@@ -194,28 +220,16 @@ def test_the_hot_login_cookie_opens_the_editor(
 
 
 @pytest.mark.parametrize("case", REFUSED)
-def test_refused_logins_are_rendered_by_flask_alike(
-    deployed: WsgiClient,
-    flask_only: WsgiClient,
-    reached_flask: Recorder,
-    tenant: Client,
-    user: User,
-    draft: Draft,
-    case: str,
-) -> None:
+def test_refused_logins_are_rendered_by_flask_alike(twin: Twin, case: str) -> None:
     build, status = REFUSED[case]
-    claims = build(tenant, user, draft.draft_hash)
     jti = fresh_jti()
-    hot = deployed.get("/auth", query_string={"jwt": sign(tenant.api_key, claims, jti=jti)})
-    assert reached_flask.paths == ["/auth"]
-    plain = flask_only.get(
-        "/auth", query_string={"jwt": sign(tenant.api_key, claims, jti=fresh_jti())}
-    )
+    hot, plain = twin.login_both(twin.claims(build), jti)
+    assert twin.reached_flask.paths == ["/auth"]
     assert hot.status_code == status
     assert comparable(hot) == comparable(plain)
-    # Refused before the claim: the same token works once the problem is fixed.
-    fixed = sign(tenant.api_key, _claims()(tenant, user, draft.draft_hash), jti=jti)
-    assert deployed.get("/auth", query_string={"jwt": fixed}).status_code == 200
+    # Refused before the claim: the jti is not used up, so a fixed token with it works.
+    fixed = sign(twin.tenant.api_key, twin.claims(_claims()), jti=jti)
+    assert twin.deployed.get("/auth", query_string={"jwt": fixed}).status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -261,25 +275,16 @@ def test_wrong_key_and_replay_alike(
     assert answers[0] == answers[1]
 
 
-def test_login_without_redirect_is_finished_by_flask(
-    app: Flask,
-    deployed: WsgiClient,
-    flask_only: WsgiClient,
-    reached_flask: Recorder,
-    tenant: Client,
-    user: User,
-    draft: Draft,
-) -> None:
-    claims = _claims()(tenant, user, draft.draft_hash)
-    hot = deployed.get("/auth", query_string={"jwt": sign(tenant.api_key, claims, jti="once")})
-    assert reached_flask.paths == ["/auth"]
-    plain = flask_only.get("/auth", query_string={"jwt": sign(tenant.api_key, claims, jti="2")})
+def test_login_without_redirect_is_finished_by_flask(app: Flask, twin: Twin) -> None:
+    claims = twin.claims(_claims())
+    hot, plain = twin.login_both(claims, "once")
+    assert twin.reached_flask.paths == ["/auth"]
     assert hot.status_code == 200 and "logged in" in hot.get_data(as_text=True)
     assert comparable(hot) == comparable(plain)
     assert session_cookie(app, hot) == session_cookie(app, plain)
     # Handed over after the claim: Flask did not claim the jti a second time.
-    again = sign(tenant.api_key, claims, jti="once")
-    assert deployed.get("/auth", query_string={"jwt": again}).status_code == 401
+    again = sign(twin.tenant.api_key, claims, jti="once")
+    assert twin.deployed.get("/auth", query_string={"jwt": again}).status_code == 401
 
 
 def test_escaped_query_strings_are_left_to_flask(
@@ -335,20 +340,15 @@ def file_token(tenant: Client, *, jti: str | None = None, **extra: Any) -> str:
 
 
 def test_rendered_pdf_link_is_answered_by_the_hot_route_as_flask_would(
-    app: Flask,
-    deployed: WsgiClient,
-    flask_only: WsgiClient,
-    reached_flask: Recorder,
-    tenant: Client,
-    user: User,
-    draft: Draft,
+    app: Flask, twin: Twin
 ) -> None:
+    deployed, flask_only, tenant, draft = twin.deployed, twin.flask_only, twin.tenant, twin.draft
     put_draft_file(app, draft, "print", PDF)
     path = f"/api-ext/files/draft/{draft.draft_hash}/print"
-    claims = {"urlPath": path, "user": user.identifier}
+    claims = {"urlPath": path, "user": twin.user.identifier}
     hot = deployed.get(path, query_string={"jwt": file_token(tenant, **claims)})
-    assert reached_flask.paths == []
     plain = flask_only.get(path, query_string={"jwt": file_token(tenant, **claims)})
+    assert twin.reached_flask.paths == []
     assert hot.status_code == 302
     assert comparable(hot, drop=frozenset({"Location"})) == comparable(
         plain, drop=frozenset({"Location"})
