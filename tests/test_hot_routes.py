@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
 
 import pytest
-from conftest import free_port
 from flask import Flask
 from test_auth import b64_url, fresh_jti, iat, sign
 from test_files import PDF, put_draft_file
@@ -25,7 +24,6 @@ from werkzeug.http import parse_date
 from werkzeug.test import Client as WsgiClient
 from werkzeug.test import TestResponse
 
-from app import create_app
 from pps.models import Client, Draft, User
 from pps.repository.sql import SqlRepository
 from pps.web.hot import HotRoutes
@@ -305,24 +303,17 @@ def test_head_and_post_are_left_to_flask(
     assert deployed.get("/auth", query_string={"jwt": token}).status_code == 302
 
 
-@pytest.fixture
-def app_redis_down(app_config: dict[str, Any]) -> Iterator[Flask]:
-    broken = create_app({**app_config, "redis_url": f"redis://127.0.0.1:{free_port()}/0"})
-    yield broken
-    broken.extensions["pps"].close()
-
-
 def test_store_down_is_a_503_page_on_both_paths(
-    app_redis_down: Flask, tenant: Client, user: User, draft: Draft
+    app_without_redis: Flask, tenant: Client, user: User, draft: Draft
 ) -> None:
-    hot_routes = app_redis_down.wsgi_app
+    hot_routes = app_without_redis.wsgi_app
     assert isinstance(hot_routes, HotRoutes)
     claims = LOGINS["editor path"](tenant, user, draft.draft_hash)
     answers = [
         WsgiClient(wsgi, use_cookies=False).get(
             "/auth", query_string={"jwt": sign(tenant.api_key, claims, jti=fresh_jti())}
         )
-        for wsgi in (app_redis_down, hot_routes.fallback)
+        for wsgi in (app_without_redis, hot_routes.fallback)
     ]
     assert answers[0].status_code == 503
     assert "Set-Cookie" not in answers[0].headers
