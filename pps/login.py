@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from markupsafe import escape
-
 from pps.access import check_token, claim_jti, token_error
 from pps.callbacks import editor_callbacks, parse_editor_target
 from pps.errors import BadRequest
@@ -29,7 +27,6 @@ __all__ = [
     "SESSION_USER",
     "Login",
     "log_in",
-    "redirect_page",
 ]
 
 #: How long a login lasts. The session cookie is signed with a timestamp and older cookies
@@ -114,12 +111,6 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
         location=location,
         editor=_editor_grants(location, svc.settings.base_url),
     )
-
-
-def redirect_page(location: str) -> bytes:
-    """The body of the login redirect: browsers follow ``Location``; this is for curl users."""
-    link = escape(location)
-    return f'<!doctype html><title>Redirecting</title><a href="{link}">Continue</a>'.encode()
 
 
 def _editor_grants(location: str | None, base_url: str) -> dict[str, Any]:

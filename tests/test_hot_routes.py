@@ -203,6 +203,9 @@ def test_login_is_answered_by_the_hot_route_as_flask_would(
     assert hot.status_code == 302
     assert comparable(hot) == comparable(plain)
     assert session_cookie(app, hot) == session_cookie(app, plain)
+    # Browsers follow Location; without a body the answer goes out in one write.
+    assert hot.headers["Content-Length"] == "0"
+    assert hot.get_data() == b""
 
 
 def test_the_hot_login_cookie_opens_the_editor(

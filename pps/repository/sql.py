@@ -20,10 +20,13 @@ from sqlalchemy.engine import Connection, Engine, RowMapping
 from pps import ids
 from pps.models import Client, Draft, DraftRef, JsonObject, Template, User
 from pps.repository import USER_FIELDS, DuplicateIdentifier, Page
+from pps.repository.lookups import PointLookup, readers_for
 from pps.repository.tables import clients, drafts, templates, users
 
 T = TypeVar("T")
 _ATTEMPTS = 5
+_SQLITE_TIMEOUT = 15.0
+"""Seconds a SQLite connection waits for a lock before it gives up."""
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
@@ -79,44 +82,12 @@ _DRAFT_REF: sa.Select[Any] = sa.select(drafts.c.user_identifier, drafts.c.versio
 )
 
 
-class _RawLookup:
-    """A prebuilt SELECT run on a pooled DBAPI connection, for the point lookups of the
-    hottest paths (is this a user of that client, at every ``/auth``; whose is this draft,
-    at every file link).
-
-    It skips SQLAlchemy's result machinery, which is most of a point lookup's cost (about
-    60 microseconds against 15 on SQLite); it still uses the engine's pool and dialect.
-    Only for columns whose DBAPI values need no conversion (strings, integers).
-    """
-
-    def __init__(self, engine: Engine, statement: sa.Select[Any]) -> None:
-        compiled = statement.compile(dialect=engine.dialect)
-        self._engine = engine
-        self._sql = str(compiled)
-        self._order = list(compiled.positiontup or ())
-
-    def found(self, params: dict[str, Any]) -> bool:
-        return self.first(params) is not None
-
-    def first(self, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        args: Any = tuple(params[name] for name in self._order) if self._order else params
-        connection = self._engine.raw_connection()
-        try:
-            cursor = connection.cursor()
-            try:
-                cursor.execute(self._sql, args)
-                row = cursor.fetchone()
-                return None if row is None else tuple(row)
-            finally:
-                cursor.close()
-        finally:
-            connection.close()
-
-
 def create_engine(url: str) -> Engine:
     """An engine with the settings each backend needs to serve several workers at once."""
     if url.startswith("sqlite"):
-        engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 15})
+        engine = sa.create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": _SQLITE_TIMEOUT}
+        )
 
         @sa.event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -208,10 +179,13 @@ class SqlRepository:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = create_engine(url)
-        self._user_exists = _RawLookup(self.engine, _USER_EXISTS)
-        self._draft_ref = _RawLookup(self.engine, _DRAFT_REF)
+        self._readers = readers_for(self.engine.url, timeout=_SQLITE_TIMEOUT)
+        self._user_exists = PointLookup(self.engine, _USER_EXISTS, self._readers)
+        self._draft_ref = PointLookup(self.engine, _DRAFT_REF, self._readers)
 
     def close(self) -> None:
+        if self._readers is not None:
+            self._readers.close()
         self.engine.dispose()
 
     def _insert_with_fresh_id(

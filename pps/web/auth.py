@@ -19,7 +19,6 @@ from pps.login import (
     SESSION_USER,
     Login,
     log_in,
-    redirect_page,
 )
 from pps.openapi import operation
 from pps.web import bp
@@ -71,7 +70,8 @@ def login() -> Any:
     if done.location is None:
         response = Response(render_template("logged_in.html"), mimetype="text/html")
     else:
-        response = Response(redirect_page(done.location), status=302, mimetype="text/html")
+        # No body: browsers follow Location, and an empty 302 goes out in one write.
+        response = Response(b"", status=302, mimetype="text/html")
         response.headers["Location"] = done.location
     # The URL carries the token: keep it out of caches and out of the next site's Referer.
     response.headers["Cache-Control"] = "no-store"

@@ -32,7 +32,7 @@ from pps.access import check_token
 from pps.file_keys import DRAFT_FILE_KINDS, draft_file_name
 from pps.file_links import issue_link, owned_draft
 from pps.http_headers import PAGE_HEADERS, request_id_from
-from pps.login import Login, log_in, redirect_page
+from pps.login import Login, log_in
 from pps.rendering import rendered_draft_pdf
 from pps.services import Services
 from pps.web.session import PpsSessionInterface
@@ -82,13 +82,12 @@ class HotRoutes:
             return self._hand_over(environ, start_response, exc)
         if login.location is None:
             return self._hand_over(environ, start_response, login)
-        body = redirect_page(login.location)
         cookie = self.sessions.fresh_session_cookie(self.app, login.session_data())
         start_response(
             _FOUND,
             [
                 _HTML,
-                ("Content-Length", str(len(body))),
+                ("Content-Length", "0"),
                 ("Location", login.location),
                 _NO_STORE,
                 ("Set-Cookie", cookie),
@@ -97,7 +96,7 @@ class HotRoutes:
                 *_tags(environ),
             ],
         )
-        return [body]
+        return []  # no body: gunicorn sends the headers alone, in one write
 
     def _draft_pdf(
         self,
@@ -139,7 +138,7 @@ class HotRoutes:
                 *_tags(environ),
             ],
         )
-        return [b""]
+        return []  # no body: gunicorn sends the headers alone, in one write
 
     def _services(self) -> Services:
         return cast(Services, self.app.extensions["pps"])
