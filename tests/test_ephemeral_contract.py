@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from conftest import free_port
 
 from pps.ephemeral import (
@@ -27,7 +28,7 @@ from pps.ephemeral import (
     nonce_key,
     open_ephemeral,
 )
-from pps.ephemeral.redis_store import RedisStore
+from pps.ephemeral.redis_store import RedisStore, pack
 from pps.ephemeral.sqlite_store import SqliteStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -337,6 +338,44 @@ def test_redis_prefix_separates_stores(redis_url: str) -> None:
     assert first.ping() is True
     first.close()
     second.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("GET", "k"),
+        ("SET", "pps:jti:c:é", "x" * 300, "NX", "GET", "EX", 60),
+        ("SET", "", "", "EX", 1),
+    ],
+)
+def test_redis_commands_are_packed_as_redis_py_packs_them(args: tuple[str | int, ...]) -> None:
+    reference = redis.connection.Connection(protocol=2).pack_command(*args)
+    assert pack(*args) == b"".join(reference)
+
+
+def test_redis_error_reply_is_raised_and_the_line_stays_in_step(redis_url: str) -> None:
+    store = RedisStore(redis_url, prefix=unique("err") + ":")
+    store.put_link("before", "one", 60)
+    with pytest.raises(redis.exceptions.ResponseError, match=r"(?i)unknown command"):
+        store._call("NO-SUCH-COMMAND", "x")
+    with pytest.raises(redis.exceptions.ResponseError, match=r"(?i)wrongtype|syntax|integer"):
+        store._call("SET", "k", "v", "EX", "soon")
+    assert store.get_link("before") == "one"  # the next reply is this command's own
+    store.close()
+
+
+def test_a_line_that_redis_closed_is_replaced_once(redis_url: str) -> None:
+    store = RedisStore(redis_url, prefix=unique("kill") + ":")
+    store.put_link("a", "1", 60)
+    own_name = unique("line")
+    store._call("CLIENT", "SETNAME", own_name)
+    killer = redis.Redis.from_url(redis_url)
+    ids = [c["id"] for c in killer.client_list() if c.get("name") == own_name]
+    assert ids, "the store's line is not among Redis's clients"
+    killer.client_kill_filter(_id=ids[0])
+    killer.close()
+    assert store.get_link("a") == "1"  # resent once on a new connection
+    store.close()
 
 
 # -- choosing a store by URL -------------------------------------------------------------

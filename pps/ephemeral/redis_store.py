@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import socket
 import threading
 import weakref
 from typing import Any, Protocol, cast
 
+import hiredis
 import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
@@ -24,20 +27,82 @@ DEFAULT_HEALTH_CHECK_INTERVAL = 30
 class _Connection(Protocol):
     """The part of redis-py's (untyped) ``Connection`` that :class:`RedisStore` uses."""
 
-    def pack_command(self, *args: str | int) -> list[bytes]: ...
-    def send_packed_command(self, command: list[bytes], check_health: bool = True) -> None: ...
-    def read_response(self) -> Any: ...
+    _sock: socket.socket | None
+
+    def connect(self) -> None: ...
     def disconnect(self) -> None: ...
+
+
+class _Line:
+    """One thread's dedicated connection for the hot commands.
+
+    redis-py opens it (address, TLS, ``AUTH``, ``SELECT`` from the URL, all as configured);
+    after that pps writes the commands and reads the replies itself: RESP is a few lines of
+    code, and redis-py's send and read layers cost as much CPU as the round trip. RESP2,
+    so nothing but replies to our own commands ever arrives on it.
+    """
+
+    __slots__ = ("__weakref__", "_buffer", "_connection", "_reader", "_socket", "pid")
+
+    def __init__(self, connection: _Connection, pid: int) -> None:
+        self._connection = connection
+        self._socket: socket.socket | None = None
+        self._reader = hiredis.Reader(encoding="utf-8")
+        self._buffer = bytearray(4096)
+        self.pid = pid
+
+    def call(self, command: bytes) -> Any:
+        """Send one packed command and return its reply; a Redis error reply is raised as
+        :class:`redis.exceptions.ResponseError`, anything on the wire as ``OSError``."""
+        sock = self._socket
+        if sock is None:
+            self._connection.connect()
+            sock = self._socket = self._connection._sock
+            if sock is None:
+                raise redis.exceptions.ConnectionError("redis-py opened no socket")
+        sock.sendall(command)
+        reader = self._reader
+        reply = reader.gets()
+        while reply is False:
+            received = sock.recv_into(self._buffer)
+            if not received:
+                raise ConnectionResetError("Redis closed the connection")
+            reader.feed(self._buffer, 0, received)  # type: ignore[arg-type]  # any buffer
+            reply = reader.gets()
+        if isinstance(reply, hiredis.ReplyError):
+            raise redis.exceptions.ResponseError(str(reply))
+        return reply
+
+    def __del__(self) -> None:
+        # A line goes when its thread does; close its socket now, not whenever the garbage
+        # collector gets to redis-py's connection (which is in a reference cycle).
+        with contextlib.suppress(Exception):
+            self._connection.disconnect()
+
+    def disconnect(self) -> None:
+        """Drop the socket and anything half-read; the next call connects afresh."""
+        self._socket = None
+        self._reader = hiredis.Reader(encoding="utf-8")
+        self._connection.disconnect()
+
+
+def pack(*args: str | int) -> bytes:
+    """One command in RESP, the form every Redis reads: an array of bulk strings."""
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        data = arg.encode() if isinstance(arg, str) else b"%d" % arg
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(parts)
 
 
 class RedisStore:
     """:class:`~pps.ephemeral.EphemeralStore` on Redis >= 7.0 (``SET ... NX GET``).
 
     The three hot commands (``claim``, ``put_link``, ``get_link``, one each per ``/auth`` or
-    file request) go over a dedicated redis-py :class:`~redis.connection.Connection` per
-    thread, sent with ``send_packed_command``/``read_response`` directly. The client's
-    pool, retry and command-dispatch layers cost about 50-70 us of CPU per command on the
-    development VM, as much as the round trip itself; what they provide is re-done here in
+    file request) go over a dedicated connection per thread (:class:`_Line`): redis-py
+    opens it, pps writes the commands and parses the replies (with hiredis) itself. The
+    client's pool, retry, dispatch and reply layers cost about as much CPU per command as
+    the round trip itself on the development VM; what they provide is re-done here in
     :meth:`_call`: one resend after a lost connection, every error mapped to
     :class:`EphemeralUnavailable`, and a fresh connection in a forked child (a socket
     inherited from the parent is never used). ``ping`` and ``close`` still use the client.
@@ -65,7 +130,7 @@ class RedisStore:
         self._local = threading.local()
         # Every dedicated connection, so close() can reach those of other threads; weak,
         # so a finished thread's connection goes away with its thread-local slot.
-        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._lines: weakref.WeakSet[_Line] = weakref.WeakSet()
         self._connections_lock = threading.Lock()
 
     def claim(self, key: str, ttl: int) -> bool:
@@ -109,46 +174,50 @@ class RedisStore:
         return value.decode() if isinstance(value, bytes) else str(value)
 
     def _call(self, *args: str | int) -> Any:
-        """Send one command on this thread's connection and return its reply.
+        """Send one command on this thread's line and return its reply.
 
         Raises redis-py's exceptions; the callers map them. After a lost connection or a
         timeout the command is sent once more on a new connection, as the client's retry
         did: safe for ``GET`` and a plain ``SET``, and for the claim because a resend
         carries the same token (see :meth:`claim`).
         """
-        command = None
+        command = pack(*args)
         attempt = 0
         while True:
-            connection = self._connection()
-            if command is None:
-                command = connection.pack_command(*args)
+            line = self._line()
             try:
-                connection.send_packed_command(command)
-                return connection.read_response()
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-                connection.disconnect()
-                if attempt >= min(self._retries, 1):
-                    raise
-                attempt += 1
+                return line.call(command)
             except redis.exceptions.ResponseError:
                 raise  # a complete reply was read: the connection is in sync
+            except (OSError, redis.exceptions.ConnectionError, hiredis.ProtocolError) as exc:
+                # A timeout, a reset, a refused connect or bytes that are not RESP: the
+                # connection is in an unknown state, so it is dropped whatever happens next.
+                line.disconnect()
+                if attempt >= min(self._retries, 1):
+                    if isinstance(exc, TimeoutError | redis.exceptions.TimeoutError):
+                        raise redis.exceptions.TimeoutError(f"Redis did not answer: {exc}") from exc
+                    if isinstance(exc, redis.exceptions.ConnectionError):
+                        raise
+                    raise redis.exceptions.ConnectionError(f"Redis connection lost: {exc}") from exc
+                attempt += 1
             except BaseException:
-                # Anything else mid-command (a parse error, an interrupt) may leave a reply
-                # unread on the socket, which the next command would take for its own.
-                connection.disconnect()
+                # Anything else mid-command (an interrupt) may leave a reply unread on the
+                # socket, which the next command would take for its own.
+                line.disconnect()
                 raise
 
-    def _connection(self) -> _Connection:
-        """This thread's connection, new in a forked child; it connects on first send."""
+    def _line(self) -> _Line:
+        """This thread's line, new in a forked child; it connects on first use."""
         pid = os.getpid()
-        connection: _Connection | None = getattr(self._local, "connection", None)
-        if connection is None or self._local.pid != pid:
+        line: _Line | None = getattr(self._local, "line", None)
+        if line is None or line.pid != pid:
             pool = self._client.connection_pool
-            connection = cast(_Connection, pool.connection_class(**pool.connection_kwargs))
-            self._local.connection, self._local.pid = connection, pid
+            kwargs = {**pool.connection_kwargs, "protocol": 2}
+            connection = cast(_Connection, pool.connection_class(**kwargs))
+            line = self._local.line = _Line(connection, pid)
             with self._connections_lock:
-                self._connections.add(connection)
-        return connection
+                self._lines.add(line)
+        return line
 
     def ping(self) -> bool:
         """True when Redis answers; False instead of raising, for health checks."""
@@ -162,6 +231,6 @@ class RedisStore:
         self._client.close()
         self._client.connection_pool.disconnect()
         with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            connection.disconnect()
+            lines = list(self._lines)
+        for line in lines:
+            line.disconnect()
