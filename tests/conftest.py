@@ -141,15 +141,21 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture
+def sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """A migrated SQLite database of this test's own."""
+    path = tmp_path / "pps.sqlite3"
+    shutil.copyfile(sqlite_template, path)
+    return f"sqlite:///{path}"
+
+
 @pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
+def database_url(request: pytest.FixtureRequest) -> str:
     if request.param == "postgresql":
         if not os.environ.get("PPS_TEST_DATABASE_URL") and not os.environ.get("CI"):
             pytest.skip("PostgreSQL tests run when PPS_TEST_DATABASE_URL is set")
         return str(request.getfixturevalue("postgres_url"))
-    path = tmp_path / "pps.sqlite3"
-    shutil.copyfile(sqlite_template, path)
-    return f"sqlite:///{path}"
+    return str(request.getfixturevalue("sqlite_url"))
 
 
 @pytest.fixture

@@ -7,11 +7,9 @@ never serves stale or another process's data, never writes, and goes away when i
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -21,13 +19,6 @@ from pps.repository.lookups import SqliteReaders, readers_for
 from pps.repository.sql import SqlRepository
 
 T = TypeVar("T")
-
-
-@pytest.fixture
-def sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
-    path = tmp_path / "pps.sqlite3"
-    shutil.copyfile(sqlite_template, path)
-    return f"sqlite:///{path}"
 
 
 @pytest.fixture

@@ -131,7 +131,7 @@ class RedisStore:
         # Every dedicated connection, so close() can reach those of other threads; weak,
         # so a finished thread's connection goes away with its thread-local slot.
         self._lines: weakref.WeakSet[_Line] = weakref.WeakSet()
-        self._connections_lock = threading.Lock()
+        self._lines_lock = threading.Lock()
 
     def claim(self, key: str, ttl: int) -> bool:
         """First caller wins, in one round trip that stays correct when redis-py retries it.
@@ -168,10 +168,7 @@ class RedisStore:
             value = self._call("GET", self.prefix + key)
         except redis.exceptions.RedisError as exc:
             raise EphemeralUnavailable(f"Redis is unavailable: {exc}") from exc
-        if value is None:
-            return None
-        # decode_responses=True already gives str; bytes only if someone changes that.
-        return value.decode() if isinstance(value, bytes) else str(value)
+        return None if value is None else str(value)  # the line's reader decodes UTF-8
 
     def _call(self, *args: str | int) -> Any:
         """Send one command on this thread's line and return its reply.
@@ -215,7 +212,7 @@ class RedisStore:
             kwargs = {**pool.connection_kwargs, "protocol": 2}
             connection = cast(_Connection, pool.connection_class(**kwargs))
             line = self._local.line = _Line(connection, pid)
-            with self._connections_lock:
+            with self._lines_lock:
                 self._lines.add(line)
         return line
 
@@ -230,7 +227,7 @@ class RedisStore:
         """Disconnect every connection, pooled or dedicated; later calls reconnect on demand."""
         self._client.close()
         self._client.connection_pool.disconnect()
-        with self._connections_lock:
+        with self._lines_lock:
             lines = list(self._lines)
         for line in lines:
             line.disconnect()
