@@ -68,8 +68,11 @@ accesslog = os.environ.get("PPS_ACCESS_LOG", "-") or None
 errorlog = "-"
 loglevel = os.environ.get("PPS_LOG_LEVEL", "info")
 # Remote address as nginx saw it, duration in ms and nginx's request id to join both logs.
+# The path without its query string: /auth?jwt= and the file URLs carry tokens there, and a
+# log must not hold anything that logs a user in or fetches a file.
 access_log_format = (
-    '%({x-forwarded-for}i)s %(h)s "%(r)s" %(s)s %(b)s %(M)sms rid=%({x-request-id}i)s ua="%(a)s"'
+    '%({x-forwarded-for}i)s %(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms '
+    'rid=%({x-request-id}i)s ua="%(a)s"'
 )
 
 # gunicorn 25+ opens a control socket under $HOME by default; two instances (pps and the

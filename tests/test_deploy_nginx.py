@@ -404,6 +404,33 @@ def test_request_id_of_nginx_reaches_the_app_and_comes_back(
     _wait_for(lambda: logged(deployment.server.log), f"rid={rid} in gunicorn's access log")
 
 
+def test_tokens_in_query_strings_never_reach_a_log(deployment: Deployment, shop: Shop) -> None:
+    """Both access logs name the path of ``/auth`` and of a file URL, never their tokens."""
+    login_token = shop.login_token()
+    login = shop.auth(login_token)
+    assert login.status == 302, login.body
+    now = int(time.time())
+    file_token = shop.sign({"client": shop.client, "iat": now, "exp": now + 300})
+    preview_path = f"/api-ext/files/template/{shop.template}/page-preview-thumb"
+    preview = shop.server.call("GET", f"{preview_path}?jwt={file_token}")
+    assert preview.status == 302, preview.body
+    logs = (deployment.access_log, deployment.server.log)
+    for reply in (login, preview):
+        rid = reply.header("X-Request-ID") or ""
+        for path in logs:
+            _wait_for(
+                lambda path=path, rid=rid: path.exists() and f"rid={rid}" in path.read_text(),
+                f"rid={rid} in {path.name}",
+            )
+    for path in logs:
+        text = path.read_text()
+        assert '"GET /auth HTTP/1.1"' in text, text[-2000:]
+        assert f'"GET {preview_path} HTTP/1.1"' in text, text[-2000:]
+        for token in (login_token, file_token):
+            assert token not in text and token.split(".")[2] not in text, path.name
+        assert "jwt=" not in text, path.name
+
+
 # -- login -------------------------------------------------------------------------------
 
 
