@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 
 import pytest
 from flask import Flask, session
 from itsdangerous import Serializer, URLSafeTimedSerializer
+from werkzeug.http import dump_cookie
 
 from pps.web.session import CompactJson, PpsSessionInterface
 
@@ -103,3 +107,80 @@ def test_cookies_are_signed_exactly_as_itsdangerous_signs_them(small_app: Flask)
     signed_elsewhere = other.get_signing_serializer(stranger)
     assert signed_elsewhere is not None
     assert signed_elsewhere.dumps(data).rsplit(".", 1)[1] != fast.rsplit(".", 1)[1]
+
+
+def reference_cookie(app: Flask, data: dict[str, object], now: int) -> str:
+    """``Set-Cookie`` as Flask's own ``save_session`` path builds it, signed at ``now``."""
+    interface = app.session_interface
+    assert isinstance(interface, PpsSessionInterface)
+    serializer = interface.get_signing_serializer(app)
+    assert serializer is not None
+    with freeze_time(now):
+        value = Serializer.dumps(serializer, {**data, "_permanent": True})
+    return dump_cookie(
+        interface.get_cookie_name(app),
+        value,
+        expires=datetime.fromtimestamp(now, UTC) + app.permanent_session_lifetime,
+        path=interface.get_cookie_path(app),
+        domain=interface.get_cookie_domain(app),
+        secure=interface.get_cookie_secure(app),
+        httponly=interface.get_cookie_httponly(app),
+        samesite=interface.get_cookie_samesite(app),
+        partitioned=interface.get_cookie_partitioned(app),
+        max_size=app.config["MAX_COOKIE_SIZE"],
+    )
+
+
+@contextmanager
+def freeze_time(now: float) -> Iterator[None]:
+    """``time.time()`` answers ``now`` (itsdangerous and pps both read it)."""
+    real = time.time
+    time.time = lambda: now
+    try:
+        yield
+    finally:
+        time.time = real
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {
+            "SESSION_COOKIE_NAME": "pps_session",
+            "SESSION_COOKIE_SECURE": True,
+            "SESSION_COOKIE_SAMESITE": "Strict",
+            "SESSION_COOKIE_DOMAIN": "print.example",
+            "SESSION_COOKIE_PATH": "/pps",
+            "SESSION_COOKIE_PARTITIONED": True,
+        },
+    ],
+    ids=["defaults", "every attribute"],
+)
+def test_fresh_session_cookie_is_what_flask_writes(
+    small_app: Flask, config: dict[str, object]
+) -> None:
+    """The hot route's ``Set-Cookie`` is byte for byte Werkzeug's, second after second."""
+    small_app.config.update(config)
+    small_app.permanent_session_lifetime = 3600
+    interface = small_app.session_interface
+    assert isinstance(interface, PpsSessionInterface)
+    data = {"user": "u4", "editor": {"h": {"callbacks": {"callback": "https://shop.example/é"}}}}
+    start = int(time.time())
+    for now in (start, start + 0.999, start + 1, start + 86_400):  # the template changes
+        with freeze_time(now):
+            fresh = interface.fresh_session_cookie(small_app, data)
+        assert fresh == reference_cookie(small_app, data, int(now))
+    small_app.permanent_session_lifetime = 60  # a new lifetime is seen at once
+    with freeze_time(start + 86_400):
+        fresh = interface.fresh_session_cookie(small_app, data)
+    assert fresh == reference_cookie(small_app, data, start + 86_400)
+
+
+def test_oversized_fresh_session_cookie_warns_as_flask_does(small_app: Flask) -> None:
+    interface = small_app.session_interface
+    assert isinstance(interface, PpsSessionInterface)
+    big = {"pad": "x" * 5000}
+    with pytest.warns(UserWarning, match="cookie is too large"):
+        fresh = interface.fresh_session_cookie(small_app, big)
+    assert fresh.startswith("session=") and len(fresh) > 5000

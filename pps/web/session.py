@@ -6,7 +6,10 @@ Same design as Flask's default (itsdangerous, HMAC, timestamped, refused after
 * the signing serializer is built once per app instead of once per request;
 * the payload is plain compact JSON, never zlib-compressed. Flask's tagged serializer
   exists to round-trip bytes, tuples and datetimes; pps keeps only strings, numbers and
-  dicts in the session, so the tagging walk is pure overhead.
+  dicts in the session, so the tagging walk is pure overhead;
+* ``/auth`` writes its ``Set-Cookie`` from a template that Werkzeug's ``dump_cookie`` made
+  for the current second (:class:`_CookieTemplate`): the attributes are the same for every
+  login, only the value and the expiry second change.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from flask import Flask
 from flask.sessions import SecureCookieSessionInterface
@@ -46,9 +49,14 @@ class UncompressedSerializer(URLSafeTimedSerializer):
     def dumps(self, obj: Any, salt: str | bytes | None = None) -> str:
         if salt is not None:
             return super().dumps(obj, salt)
-        value = self.dump_payload(obj) + b"." + base64_encode(int_to_bytes(int(time.time())))
-        mac = hmac.new(self._signing_key, value, self.signer_kwargs["digest_method"])
-        return (value + b"." + base64_encode(mac.digest())).decode("ascii")
+        return self.dumps_at(obj, int(time.time()))
+
+    def dumps_at(self, obj: Any, timestamp: int) -> str:
+        """:meth:`dumps` signed as of ``timestamp`` (whole seconds since 1970)."""
+        value = self.dump_payload(obj) + b"." + base64_encode(int_to_bytes(timestamp))
+        # hmac.digest is OpenSSL's one-shot HMAC: no Python HMAC object per cookie.
+        mac = hmac.digest(self._signing_key, value, self.signer_kwargs["digest_method"])
+        return (value + b"." + base64_encode(mac)).decode("ascii")
 
 
 class CompactJson:
@@ -73,6 +81,7 @@ class PpsSessionInterface(SecureCookieSessionInterface):
 
     def __init__(self) -> None:
         self._serializers: dict[int, URLSafeTimedSerializer] = {}
+        self._templates: dict[int, _CookieTemplate] = {}
 
     def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
         if not app.secret_key:
@@ -92,12 +101,35 @@ class PpsSessionInterface(SecureCookieSessionInterface):
         """``Set-Cookie`` of a new permanent session holding ``data``, exactly as
         :meth:`save_session` writes it, for answers made outside Flask's request cycle."""
         serializer = self.get_signing_serializer(app)
-        if serializer is None:
+        if not isinstance(serializer, UncompressedSerializer):
             raise RuntimeError("a session cookie needs the app's SECRET_KEY")
+        now = time.time()
+        value = serializer.dumps_at({**data, "_permanent": True}, int(now))
+        lifetime = app.permanent_session_lifetime.total_seconds()
+        # What dump_cookie writes for expires=now + lifetime: whole seconds, rounded down.
+        expires = int(now + lifetime)
+        template = self._templates.get(id(app))
+        if template is None or template.expires != expires:
+            template = self._cookie_template(app, expires)
+        cookie = template.prefix + value + template.suffix
+        if len(cookie) > app.config["MAX_COOKIE_SIZE"] > 0:
+            return self._dump_cookie(app, value, expires)  # dump_cookie warns, as Flask would
+        return cookie
+
+    def _cookie_template(self, app: Flask, expires: int) -> _CookieTemplate:
+        # A session value (base64url and dots) never needs quoting, so the header is the
+        # one dump_cookie writes for an empty value with the value put in after "name=".
+        empty = self._dump_cookie(app, "", expires)
+        name_part = empty.partition(";")[0]
+        template = _CookieTemplate(expires, name_part, empty[len(name_part) :])
+        self._templates[id(app)] = template  # one dict store: safe across threads
+        return template
+
+    def _dump_cookie(self, app: Flask, value: str, expires: int) -> str:
         return dump_cookie(
             self.get_cookie_name(app),
-            serializer.dumps({**data, "_permanent": True}),
-            expires=datetime.now(UTC) + app.permanent_session_lifetime,
+            value,
+            expires=datetime.fromtimestamp(expires, UTC),
             path=self.get_cookie_path(app),
             domain=self.get_cookie_domain(app),
             secure=self.get_cookie_secure(app),
@@ -106,3 +138,11 @@ class PpsSessionInterface(SecureCookieSessionInterface):
             partitioned=self.get_cookie_partitioned(app),
             max_size=app.config["MAX_COOKIE_SIZE"],
         )
+
+
+class _CookieTemplate(NamedTuple):
+    """``Set-Cookie`` around the value, for cookies that expire in the second ``expires``."""
+
+    expires: int
+    prefix: str
+    suffix: str
