@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-import secrets
+
+from pps.ids import unique_tag
 
 __all__ = ["PAGE_CSP", "PAGE_HEADERS", "request_id_from"]
 
@@ -29,4 +30,4 @@ def request_id_from(incoming: str | None) -> str:
     """The request id: the one nginx sent (``X-Request-ID``) when sane, else a fresh one."""
     if incoming and _REQUEST_ID.fullmatch(incoming):
         return incoming
-    return secrets.token_hex(8)
+    return unique_tag()

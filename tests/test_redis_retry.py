@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit
@@ -22,17 +23,20 @@ from conftest import missing_service
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from pps.ephemeral import EphemeralUnavailable
 from pps.ephemeral.redis_store import RedisStore
 
 
 class LoseFirstSetNxReply:
     """TCP proxy to Redis that loses the reply to the first ``SET ... NX`` it forwards.
 
-    Only that one connection goes silent; every later connection is passed through.
+    Only that one connection goes silent; every later connection is passed through, unless
+    ``every_connection`` is set: then each connection goes silent at its first ``SET NX``.
     """
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
+    def __init__(self, upstream: tuple[str, int], *, every_connection: bool = False) -> None:
         self.upstream = upstream
+        self.every_connection = every_connection
         self.set_nx_seen = 0
         self.replies_lost = False
         self._lock = threading.Lock()
@@ -67,7 +71,7 @@ class LoseFirstSetNxReply:
             if b"\r\nSET\r\n" in data.upper() and b"\r\nNX\r\n" in data.upper():
                 with self._lock:
                     self.set_nx_seen += 1
-                    if not self.replies_lost:
+                    if not self.replies_lost or self.every_connection:
                         # Decided before forwarding, so the reply cannot slip through.
                         self.replies_lost = True
                         silenced.set()
@@ -106,13 +110,24 @@ class LoseFirstSetNxReply:
                 sock.close()
 
 
-@pytest.fixture
-def proxy(redis_url: str) -> Iterator[LoseFirstSetNxReply]:
+def _redis_address(redis_url: str) -> tuple[str, int]:
     parts = urlsplit(redis_url)
     if parts.scheme != "redis" or parts.hostname is None:
         # PPS_TEST_REDIS_URL named a unix socket or TLS: the retry safety would go untested.
         missing_service("the fault-injecting proxy needs Redis over plain TCP")
-    lossy = LoseFirstSetNxReply((parts.hostname, parts.port or 6379))
+    return parts.hostname, parts.port or 6379
+
+
+@pytest.fixture
+def proxy(redis_url: str) -> Iterator[LoseFirstSetNxReply]:
+    lossy = LoseFirstSetNxReply(_redis_address(redis_url))
+    yield lossy
+    lossy.close()
+
+
+@pytest.fixture
+def silent_proxy(redis_url: str) -> Iterator[LoseFirstSetNxReply]:
+    lossy = LoseFirstSetNxReply(_redis_address(redis_url), every_connection=True)
     yield lossy
     lossy.close()
 
@@ -134,6 +149,34 @@ def test_retried_claim_whose_first_attempt_succeeded_still_wins(
     finally:
         through_proxy.close()
         direct.close()
+
+
+def test_claim_against_a_redis_that_stops_answering_fails_closed_in_time(
+    silent_proxy: LoseFirstSetNxReply,
+) -> None:
+    """The socket timeout holds on the dedicated line: one resend, then unavailable."""
+    store = RedisStore(silent_proxy.url, socket_timeout=0.5, retries=2)
+    outcome: list[BaseException | bool] = []
+
+    def claim() -> None:
+        try:
+            outcome.append(store.claim(f"pps:jti:client-a:{uuid.uuid4().hex}", 60))
+        except Exception as exc:
+            outcome.append(exc)
+
+    try:
+        started = time.monotonic()
+        worker = threading.Thread(target=claim, daemon=True)  # a hang must fail, not block
+        worker.start()
+        worker.join(timeout=10)
+        elapsed = time.monotonic() - started
+        assert not worker.is_alive(), "the claim hangs on a Redis that does not answer"
+        assert len(outcome) == 1 and isinstance(outcome[0], EphemeralUnavailable)
+        assert "did not answer" in str(outcome[0])
+        assert silent_proxy.set_nx_seen == 2  # sent, timed out, resent once, timed out
+        assert elapsed > 0.9  # two timeouts of 0.5 s each
+    finally:
+        store.close()
 
 
 def test_plain_set_nx_under_the_same_fault_reports_a_false_replay(

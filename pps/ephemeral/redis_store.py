@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import socket
+import struct
 import threading
 import weakref
 from typing import Any, Protocol, cast
@@ -16,6 +16,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
 from pps.ephemeral import EphemeralUnavailable, check_ttl
+from pps.ids import unique_tag
 
 # Short timeouts and few retries: a login waits at most a few seconds for a Redis that is
 # gone and then fails closed, instead of redis-py's default of 10 retries of 5 s each.
@@ -56,22 +57,41 @@ class _Line:
         :class:`redis.exceptions.ResponseError`, anything on the wire as ``OSError``."""
         sock = self._socket
         if sock is None:
-            self._connection.connect()
-            sock = self._socket = self._connection._sock
-            if sock is None:
-                raise redis.exceptions.ConnectionError("redis-py opened no socket")
-        sock.sendall(command)
-        reader = self._reader
-        reply = reader.gets()
-        while reply is False:
-            received = sock.recv_into(self._buffer)
-            if not received:
-                raise ConnectionResetError("Redis closed the connection")
-            reader.feed(self._buffer, 0, received)  # type: ignore[arg-type]  # any buffer
+            sock = self._socket = self._open()
+        try:
+            sock.sendall(command)
+            reader = self._reader
             reply = reader.gets()
+            while reply is False:
+                received = sock.recv_into(self._buffer)
+                if not received:
+                    raise ConnectionResetError("Redis closed the connection")
+                reader.feed(self._buffer, 0, received)  # type: ignore[arg-type]  # any buffer
+                reply = reader.gets()
+        except BlockingIOError as exc:  # SO_SNDTIMEO or SO_RCVTIMEO ran out, see _open
+            raise TimeoutError("timed out") from exc
         if isinstance(reply, hiredis.ReplyError):
             raise redis.exceptions.ResponseError(str(reply))
         return reply
+
+    def _open(self) -> socket.socket:
+        self._connection.connect()
+        sock = self._connection._sock
+        if sock is None:
+            raise redis.exceptions.ConnectionError("redis-py opened no socket")
+        timeout = sock.gettimeout()
+        if timeout and type(sock) is socket.socket:  # TCP or unix socket, not TLS
+            # The same timeout, kept by the kernel on a blocking socket: Python's own
+            # polls before every send and receive, two more system calls per command.
+            whole = int(timeout)
+            timeval = struct.pack("ll", whole, int((timeout - whole) * 1_000_000))
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+            except OSError:
+                return sock  # no kernel timeouts here: Python's stay in force
+            sock.settimeout(None)
+        return sock
 
     def __del__(self) -> None:
         # A line goes when its thread does; close its socket now, not whenever the garbage
@@ -138,10 +158,11 @@ class RedisStore:
 
         A plain ``SET NX`` retried after a timeout whose first attempt did set the key
         answers "already there", turning a first login into a replay. So each claim writes
-        a fresh random token and asks for the previous value (``NX GET``): no previous value
+        a fresh unique token and asks for the previous value (``NX GET``): no previous value
         means we set it now, our own token means an earlier attempt of this call set it.
+        The token only has to be unique, not secret: only pps writes these keys.
         """
-        return self._claim_with_token(key, ttl, secrets.token_hex(16))
+        return self._claim_with_token(key, ttl, unique_tag())
 
     def _claim_with_token(self, key: str, ttl: int, token: str) -> bool:
         check_ttl(ttl)

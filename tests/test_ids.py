@@ -1,0 +1,52 @@
+"""Identifiers and tags: formats the clients expect, tags unique across threads and forks."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+from pps import ids
+
+
+def test_identifiers_have_the_formats_clients_expect() -> None:
+    assert re.fullmatch(r"[A-Za-z0-9]{8}", ids.client_identifier())
+    assert re.fullmatch(r"[A-Za-z0-9]{8}", ids.user_identifier())
+    assert re.fullmatch(r"[a-z0-9]{32}", ids.draft_hash())
+    assert len(ids.api_key()) >= 32
+    assert re.fullmatch(r"[0-9a-f]{32}", ids.processing_id())
+
+
+def test_unique_tags_never_repeat_across_threads() -> None:
+    tags: list[list[str]] = [[] for _ in range(8)]
+
+    def draw(into: list[str]) -> None:
+        into.extend(ids.unique_tag() for _ in range(5000))
+
+    threads = [threading.Thread(target=draw, args=(into,)) for into in tags]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    drawn = [tag for into in tags for tag in into]
+    assert len(set(drawn)) == len(drawn) == 40_000
+    assert all(re.fullmatch(r"[0-9a-f]{17,64}", tag) for tag in drawn)  # a request id's form
+
+
+def test_a_forked_child_draws_tags_of_its_own() -> None:
+    """gunicorn forks its workers: a child must not repeat the tags of its parent."""
+    before = ids.unique_tag()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its first tag and leave without running teardown
+        try:
+            os.write(write_end, ids.unique_tag().encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    child_tag = os.read(read_end, 100).decode()
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    after = ids.unique_tag()
+    assert child_tag and child_tag[:16] != before[:16]  # another random prefix
+    assert after[:16] == before[:16]  # the parent keeps its own
