@@ -16,14 +16,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import parse_qs, urlsplit
 
-from pps.redirects import RedirectRefused, origin_of, own_origin, safe_redirect_target
+from pps.redirects import (
+    RedirectRefused,
+    RedirectTarget,
+    origin_of,
+    own_origin,
+    path_of,
+    safe_redirect_target,
+)
 
 __all__ = [
     "CALLBACK_PARAMS",
     "EditorTarget",
     "decode_callback",
     "editor_callbacks",
-    "parse_editor_target",
+    "editor_target",
     "vetted_callbacks",
     "with_defaults",
 ]
@@ -42,30 +49,29 @@ class EditorTarget:
     query: dict[str, list[str]]
 
 
-def parse_editor_target(location: str, base_url: str) -> EditorTarget | None:
-    """The editor address ``location`` points at on this service, or None.
+def editor_target(redirect: RedirectTarget, base_url: str) -> EditorTarget | None:
+    """The editor address a checked redirect target points at on this service, or None.
 
-    ``location`` is a redirect target that already passed ``safe_redirect_target``: a path
-    on our origin or an absolute URL. Absolute URLs count only when they are on the origin
-    (and below the path) of ``base_url``.
+    Absolute targets count only when they are on the origin (and below the path) of
+    ``base_url``.
     """
-    parts = urlsplit(location)
-    path = parts.path
-    if parts.scheme or parts.netloc:
-        if origin_of(location) != own_origin(base_url):
+    path = path_of(redirect)
+    if redirect.origin is not None:
+        if redirect.origin != own_origin(base_url):
             return None
         prefix = _base_path(base_url)
         if prefix:
             if not path.startswith(prefix + "/"):
                 return None
             path = path[len(prefix) :]
+    path, _, query = path.partition("#")[0].partition("?")
     match = _EDITOR_PATH.fullmatch(path)
     if match is None:
         return None
     return EditorTarget(
         draft_hash=match["draft"],
         step=match["step"],
-        query=parse_qs(parts.query, keep_blank_values=True),
+        query=parse_qs(query, keep_blank_values=True),
     )
 
 

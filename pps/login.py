@@ -13,9 +13,9 @@ from datetime import timedelta
 from typing import Any
 
 from pps.access import check_token, claim_jti, token_error
-from pps.callbacks import editor_callbacks, parse_editor_target
+from pps.callbacks import editor_callbacks, editor_target
 from pps.errors import BadRequest
-from pps.redirects import RedirectRefused, safe_redirect_target
+from pps.redirects import RedirectRefused, RedirectTarget, check_redirect_target
 from pps.services import Services
 from pps.tokens import InvalidClaim, MissingClaim
 
@@ -89,10 +89,10 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
             login=True,
         )
 
-    location = None
+    redirect = None
     if token.redirect is not None:
         try:
-            location = safe_redirect_target(
+            redirect = check_redirect_target(
                 token.redirect,
                 base_url=svc.settings.base_url,
                 allowed_origins=client.allowed_origins,
@@ -108,15 +108,15 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
         client=client.identifier,
         user=token.user,
         at=int(checked.now),
-        location=location,
-        editor=_editor_grants(location, svc.settings.base_url),
+        location=None if redirect is None else redirect.location,
+        editor=_editor_grants(redirect, svc.settings.base_url),
     )
 
 
-def _editor_grants(location: str | None, base_url: str) -> dict[str, Any]:
-    if location is None:
+def _editor_grants(redirect: RedirectTarget | None, base_url: str) -> dict[str, Any]:
+    if redirect is None:
         return {}
-    target = parse_editor_target(location, base_url)
+    target = editor_target(redirect, base_url)
     if target is None:
         return {}
     # These came inside the signed redirect claim, so the editor may trust them.

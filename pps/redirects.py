@@ -11,9 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import NamedTuple
 from urllib.parse import quote
 
-__all__ = ["RedirectRefused", "origin_of", "own_origin", "safe_redirect_target"]
+__all__ = [
+    "RedirectRefused",
+    "RedirectTarget",
+    "check_redirect_target",
+    "origin_of",
+    "own_origin",
+    "path_of",
+    "safe_redirect_target",
+]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # A scheme as the WHATWG URL parser recognises one: anything matching this before a ':' is
@@ -22,6 +31,7 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _HOSTNAME = re.compile(r"[a-z0-9](?:[a-z0-9_\-.]*[a-z0-9_\-])?")
 _IPV6 = re.compile(r"\[[0-9a-f:.]+\]")
 _PORT = re.compile(r"[0-9]{0,5}")
+_AUTHORITY_END = re.compile(r"[/?#]")
 # Printable ASCII stays as it is in Location; everything else is percent-encoded (UTF-8).
 _LOCATION_SAFE = "".join(chr(code) for code in range(0x21, 0x7F))
 
@@ -34,6 +44,15 @@ class RedirectRefused(Exception):
         super().__init__(reason)
 
 
+class RedirectTarget(NamedTuple):
+    """A redirect target that passed :func:`check_redirect_target`."""
+
+    location: str
+    """The target ready for a ``Location`` header."""
+    origin: str | None
+    """Its normalised origin, or None for a path on our own origin."""
+
+
 def safe_redirect_target(target: str, *, base_url: str, allowed_origins: Iterable[str]) -> str:
     """Return ``target`` ready for a ``Location`` header, or raise :class:`RedirectRefused`.
 
@@ -42,19 +61,45 @@ def safe_redirect_target(target: str, *, base_url: str, allowed_origins: Iterabl
     Percent-encoded slashes (``/%2F%2Fevil.com``) are allowed: browsers keep them as a
     path on our origin. Non-ASCII characters are returned percent-encoded as UTF-8.
     """
+    return check_redirect_target(
+        target, base_url=base_url, allowed_origins=allowed_origins
+    ).location
+
+
+def check_redirect_target(
+    target: str, *, base_url: str, allowed_origins: Iterable[str]
+) -> RedirectTarget:
+    """:func:`safe_redirect_target`, keeping the origin it found for the caller."""
     if not isinstance(target, str) or not target:
         raise RedirectRefused("the redirect target is empty")
     _check_characters(target)
     if target.startswith("/"):
         if target.startswith("//"):
             raise RedirectRefused("a relative target must not start with '//'")
-        return quote(target, safe=_LOCATION_SAFE)
+        return RedirectTarget(_for_location(target), None)
     origin = _parse_origin(target)
     if origin not in _allowed_origins(base_url, tuple(allowed_origins)):
         raise RedirectRefused(
             f"{origin} is not an allowed redirect origin; ask the operator to add it"
         )
-    return quote(target, safe=_LOCATION_SAFE)
+    return RedirectTarget(_for_location(target), origin)
+
+
+def path_of(target: RedirectTarget) -> str:
+    """Path, query and fragment of a checked target: all of it for a relative one."""
+    if target.origin is None:
+        return target.location
+    # A checked absolute target is scheme://authority[/?#...]: the authority ends at the
+    # first '/', '?' or '#' after the '//', as in urllib.parse.urlsplit.
+    start = target.location.index("//") + 2
+    end = _AUTHORITY_END.search(target.location, start)
+    return "" if end is None else target.location[end.start() :]
+
+
+def _for_location(target: str) -> str:
+    # _check_characters let only printable characters without spaces through, and every
+    # printable ASCII character stays as it is: only non-ASCII text needs encoding.
+    return target if target.isascii() else quote(target, safe=_LOCATION_SAFE)
 
 
 @lru_cache(maxsize=256)
@@ -109,7 +154,7 @@ def _parse_origin(url: str) -> str:
     # browser but have no (or an empty) authority to urllib.
     if not rest.startswith("//") or rest.startswith("///"):
         raise RedirectRefused("an absolute redirect target must be scheme://host/...")
-    authority = re.split(r"[/?#]", rest[2:], maxsplit=1)[0]
+    authority = _AUTHORITY_END.split(rest[2:], maxsplit=1)[0]
     if "@" in authority:
         raise RedirectRefused("the redirect target must not contain user information ('@')")
     host, port = _split_host_port(authority.lower())

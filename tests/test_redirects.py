@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import random
 import string
+from urllib.parse import urlsplit
 
 import pytest
 
-from pps.redirects import RedirectRefused, origin_of, safe_redirect_target
+from pps.redirects import (
+    RedirectRefused,
+    check_redirect_target,
+    origin_of,
+    path_of,
+    safe_redirect_target,
+)
 
 BASE = "https://pps.example"
 ALLOWED = ["https://shop.example", "http://localhost:8080"]
@@ -184,3 +191,14 @@ def test_fuzz_only_redirect_refused_escapes() -> None:
             assert "\\" not in result
         else:
             assert origin_of(result) in {BASE, *ALLOWED}
+        # And what follows its authority is what urllib finds there.
+        checked = check_redirect_target(url, base_url=BASE, allowed_origins=ALLOWED)
+        assert checked.location == result
+        assert checked.origin == (None if result.startswith("/") else origin_of(result))
+        assert path_of(checked) == _after_authority(result)
+
+
+def _after_authority(url: str) -> str:
+    """Everything after ``scheme://netloc`` as urllib splits it; a path is all path."""
+    parts = urlsplit(url)
+    return url if not parts.scheme else url[len(parts.scheme) + 3 + len(parts.netloc) :]
