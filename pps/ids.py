@@ -73,4 +73,4 @@ def unique_tag() -> str:
     Cheaper than ``secrets``: no system call per value, so no hand-over of the GIL to
     another thread in the middle of a request.
     """
-    return f"{_TAGS.prefix}{next(_TAGS.counter):x}"
+    return f"{_TAGS.prefix}{next(_TAGS.counter):012x}"  # 28 hex digits, whatever the count
