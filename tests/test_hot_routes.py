@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pytest
 from flask import Flask
@@ -22,11 +23,12 @@ from test_auth import b64_url, fresh_jti, iat, sign
 from test_files import PDF, put_draft_file
 from werkzeug.http import parse_date
 from werkzeug.test import Client as WsgiClient
+from werkzeug.datastructures import MultiDict
 from werkzeug.test import TestResponse
 
 from pps.models import Client, Draft, User
 from pps.repository.sql import SqlRepository
-from pps.web.hot import HotRoutes
+from pps.web.hot import HotRoutes, _jwt_parameter
 from pps.web.session import PpsSessionInterface
 
 Claims = Callable[[Client, User, str], dict[str, Any]]
@@ -420,3 +422,29 @@ def test_refused_file_links_alike(
     assert answers[0]["status"] == status
     assert answers[0] == answers[1]
     assert path in reached_flask.paths
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "jwt=a.b.c",
+        "jwt=",
+        "jwt",
+        "x=1&jwt=a.b.c&jwt=d.e.f",
+        "&&jwt=a.b.c&",
+        "jwtx=1&xjwt=2",
+        "x=y=z&jwt=a=b",
+        "JWT=a.b.c",
+        ";jwt=a.b.c",
+    ],
+)
+def test_jwt_parameter_is_what_werkzeug_reads(query: str) -> None:
+    """Where the hot route reads the token itself, it reads what ``request.args`` would."""
+    found = _jwt_parameter({"QUERY_STRING": query})  # type: ignore[typeddict-item]
+    assert found == MultiDict(parse_qsl(query, keep_blank_values=True)).get("jwt", "")
+
+
+@pytest.mark.parametrize("query", ["jwt=a%2Eb", "jwt=a+b", "jwt=\u00e9", "x=%ZZ&jwt=a.b.c"])
+def test_escaped_query_strings_are_left_to_werkzeug(query: str) -> None:
+    assert _jwt_parameter({"QUERY_STRING": query}) is None  # type: ignore[typeddict-item]

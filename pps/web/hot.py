@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import parse_qsl
 
 from flask import Flask
 
@@ -164,13 +163,15 @@ def handed_over(environ: MutableMapping[str, Any]) -> Login | None:
 def _jwt_parameter(environ: WSGIEnvironment) -> str | None:
     """The first ``jwt`` query parameter ("" when absent), or None to leave it to Werkzeug.
 
-    Tokens are plain ASCII without escapes; a query string with ``%`` or non-ASCII bytes is
-    decoded by Werkzeug, whose rules for invalid UTF-8 are the reference.
+    Tokens are plain ASCII without escapes; a query string with ``%``, ``+`` or non-ASCII
+    bytes is decoded by Werkzeug, whose rules for invalid UTF-8 are the reference. Without
+    those, splitting at ``&`` and ``=`` is all there is to decoding it.
     """
     query: str = environ.get("QUERY_STRING", "")
-    if "%" in query or not query.isascii():
+    if "%" in query or "+" in query or not query.isascii():
         return None
-    for name, value in parse_qsl(query, keep_blank_values=True):
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
         if name == "jwt":
             return value
     return ""
