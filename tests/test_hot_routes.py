@@ -21,9 +21,9 @@ import pytest
 from flask import Flask
 from test_auth import b64_url, fresh_jti, iat, sign
 from test_files import PDF, put_draft_file
+from werkzeug.datastructures import MultiDict
 from werkzeug.http import parse_date
 from werkzeug.test import Client as WsgiClient
-from werkzeug.datastructures import MultiDict
 from werkzeug.test import TestResponse
 
 from pps.models import Client, Draft, User
