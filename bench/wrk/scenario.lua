@@ -41,25 +41,27 @@ function init(args)
     end
   end
   ok, unexpected, first_unexpected, exhausted = 0, 0, 0, 0
+  tokens, next_token = nil, 1
   if prefix then
     tokens = {}
     for line in io.lines(prefix .. id .. ".txt") do tokens[#tokens + 1] = line end
-    next_token = 1
-    req_method, req_path, req_headers, req_body = method, path, headers, body
-  else
-    static_request = wrk.format(method, path, headers, body)
   end
+  req_method, req_path, req_headers, req_body = method, path, headers, body
 end
 
+-- Every request is formatted afresh, with or without a token, never prebuilt once: the
+-- client does the same work per request in every scenario, hello-world included.
 function request()
-  if static_request then return static_request end
-  local token = tokens[next_token]
-  if token == nil then
-    exhausted = exhausted + 1
-    token = "exhausted"
-  else
-    tokens[next_token] = nil
-    next_token = next_token + 1
+  local token = ""
+  if tokens then
+    token = tokens[next_token]
+    if token == nil then
+      exhausted = exhausted + 1
+      token = "exhausted"
+    else
+      tokens[next_token] = nil
+      next_token = next_token + 1
+    end
   end
   return wrk.format(req_method, req_path .. token, req_headers, req_body)
 end
