@@ -322,17 +322,25 @@ def idle_share(before: tuple[int, int] | None, after: tuple[int, int] | None) ->
 
 
 def measured_run(
-    wrk: str, opts: argparse.Namespace, prepare: Callable[[int], tuple[str, list[str]]]
+    wrk: str,
+    opts: argparse.Namespace,
+    args_for: Callable[..., tuple[str, list[str]]],
+    tag: str,
+    hello_url: str,
+    workdir: Path,
 ) -> dict[str, Any]:
     """One measured run; again (up to ``--attempts``) while it leaves the CPUs idle.
 
-    ``prepare(attempt)`` gives the URL and Lua arguments of each attempt: login tokens are
-    signed afresh for every attempt, never reused.
+    ``args_for(tag, hello_url=...)`` is :func:`scenario_args` with all but those bound: every
+    attempt has login tokens of its own, signed afresh, never reused, removed after it.
     """
     for attempt in range(1, opts.attempts + 1):
-        url, lua_args = prepare(attempt)
+        url, lua_args = args_for(f"{tag}{attempt}", hello_url=hello_url)
         before = cpu_jiffies()
-        raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
+        try:
+            raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
+        finally:
+            remove_tokens(workdir / f"tokens-{tag}{attempt}-", opts.threads)
         raw["cpu_idle_share"] = idle = idle_share(before, cpu_jiffies())
         raw["attempts"] = attempt
         raw["saturated"] = idle is None or idle <= MAX_IDLE
@@ -340,21 +348,6 @@ def measured_run(
             break
         print(f"    {idle:.0%} of the CPUs idle: the run did not load the machine", flush=True)
     return raw
-
-
-def _fresh_run(
-    name: str,
-    pps: Pps,
-    workdir: Path,
-    opts: argparse.Namespace,
-    tokens: int,
-    tag: str,
-    hello_url: str,
-    attempt: int,
-) -> tuple[str, list[str]]:
-    """An attempt's URL and Lua arguments, with tokens of its own; the last attempt's go."""
-    remove_tokens(workdir / f"tokens-{tag}{attempt - 1}-", opts.threads)
-    return scenario_args(name, pps, workdir, opts, tokens, f"{tag}{attempt}", hello_url)
 
 
 def remove_tokens(prefix: Path, threads: int) -> None:
@@ -597,10 +590,8 @@ def main(argv: list[str] | None = None) -> int:
                     elif not fastest_hello:  # nothing measured yet: be generous
                         per_second = 10_000 * opts.token_factor
                     tokens = math.ceil(per_second * opts.duration)
-                    tag = f"r{number}-hello"
-                    prepare = partial(_fresh_run, name, pps, workdir, opts, tokens, tag, hello_url)
-                    raw = measured_run(wrk, opts, prepare)
-                    remove_tokens(workdir / f"tokens-{tag}{raw['attempts']}-", opts.threads)
+                    args_for = partial(scenario_args, name, pps, workdir, opts, tokens)
+                    raw = measured_run(wrk, opts, args_for, f"r{number}-hello", hello_url, workdir)
                     baseline = summarise(name, raw, None)
                     baseline["round"] = number
                     fastest_hello = max(fastest_hello, baseline["rps"])
@@ -617,10 +608,8 @@ def main(argv: list[str] | None = None) -> int:
                     run_wrk(wrk, opts, url, opts.warmup, lua_args)
                     remove_tokens(workdir / f"tokens-{tag}-", opts.threads)
                 tokens = math.ceil(per_second * opts.duration)
-                tag = f"r{number}-run"
-                prepare = partial(_fresh_run, name, pps, workdir, opts, tokens, tag, hello_url)
-                raw = measured_run(wrk, opts, prepare)
-                remove_tokens(workdir / f"tokens-r{number}-run{raw['attempts']}-", opts.threads)
+                args_for = partial(scenario_args, name, pps, workdir, opts, tokens)
+                raw = measured_run(wrk, opts, args_for, f"r{number}-run", hello_url, workdir)
                 if name == "auth":
                     raw["tokens_dealt"] = tokens
                 run = summarise(name, raw, baseline)
