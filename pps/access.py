@@ -8,15 +8,23 @@ layer renders as an HTML page on ``/auth`` and as JSON on ``/api-ext/files``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from pps.ephemeral import nonce_key
+from pps.ephemeral import T, nonce_key
 from pps.errors import PpsError
 from pps.models import Client
 from pps.services import Services
 from pps.tokens import ReplayedToken, TokenError, VerifiedToken, remaining_lifetime, verify_token
 
-__all__ = ["CheckedToken", "TokenRejected", "check_token", "claim_jti", "token_error"]
+__all__ = [
+    "CheckedToken",
+    "TokenRejected",
+    "check_token",
+    "claim_jti",
+    "claim_jti_while",
+    "token_error",
+]
 
 
 class TokenRejected(PpsError):
@@ -80,14 +88,28 @@ def claim_jti(svc: Services, checked: CheckedToken, *, login: bool) -> None:
     client, ``pps:jti:<client>:<jti>``: a ``jti`` is good for one use, whatever the use.
     The nonce is kept for as long as the token could still pass its ``exp`` check.
     """
+    claim_jti_while(svc, checked, login=login, work=_no_work)
+
+
+def claim_jti_while(
+    svc: Services, checked: CheckedToken, *, login: bool, work: Callable[[], T]
+) -> T:
+    """:func:`claim_jti`, running ``work()`` while the store answers; its result is
+    returned only when this use of the token won (see ``EphemeralStore.claim_while``)."""
     token = checked.token
     if token.jti is None:
-        return
+        return work()
     leeway = svc.settings.jwt_leeway
     ttl = remaining_lifetime(token, checked.now, leeway, svc.settings.nonce_ttl)
-    if not svc.ephemeral.claim(nonce_key(checked.client.identifier, token.jti), ttl):
+    won = svc.ephemeral.claim_while(nonce_key(checked.client.identifier, token.jti), ttl, work)
+    if won is None:
         replayed = ReplayedToken(
             f"the token with jti {token.jti!r} was used already; every token is good for "
             "one use only, so sign a new one with a fresh jti"
         )
         raise token_error(replayed, login=login)
+    return won[0]
+
+
+def _no_work() -> None:
+    return None

@@ -8,11 +8,12 @@ reason before the nonce is claimed is not used up. What a successful login grant
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from pps.access import check_token, claim_jti, token_error
+from pps.access import check_token, claim_jti_while, token_error
 from pps.callbacks import editor_callbacks, editor_target
 from pps.errors import BadRequest
 from pps.redirects import RedirectRefused, RedirectTarget, check_redirect_target
@@ -27,7 +28,10 @@ __all__ = [
     "SESSION_USER",
     "Login",
     "log_in",
+    "log_in_preparing",
 ]
+
+T = TypeVar("T")
 
 #: How long a login lasts. The session cookie is signed with a timestamp and older cookies
 #: are refused by the server, so this is enforced by the server, not only by the cookie.
@@ -44,7 +48,7 @@ _MAX_SHOWN_TARGET = 200
 
 @dataclass(frozen=True)
 class Login:
-    """A login that passed every check and used up its token's ``jti``."""
+    """A login that passed every check; handed out only once its token's ``jti`` is used up."""
 
     client: str
     user: str
@@ -66,6 +70,18 @@ class Login:
 
 def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
     """Check the login token ``raw`` and use it up; raise a :class:`~pps.errors.PpsError`."""
+    return log_in_preparing(svc, raw, request_path=request_path, prepare=_nothing)[0]
+
+
+def log_in_preparing(
+    svc: Services, raw: str, *, request_path: str, prepare: Callable[[Login], T]
+) -> tuple[Login, T]:
+    """:func:`log_in`, with ``prepare(login)`` run while the nonce store answers.
+
+    What ``prepare`` makes (the hot route signs the session cookie here) is returned only
+    with a login that used the token up: a replay raises as in :func:`log_in`, and the
+    prepared result is thrown away. So ``prepare`` must be pure work.
+    """
     if not raw:
         raise BadRequest(
             "This login link has no token: the shop must send the browser to "
@@ -103,14 +119,20 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
                 f"but that target is refused: {exc.reason}."
             ) from exc
 
-    claim_jti(svc, checked, login=True)  # last: nothing above may burn the token
-    return Login(
+    login = Login(
         client=client.identifier,
         user=token.user,
         at=int(checked.now),
         location=None if redirect is None else redirect.location,
         editor=_editor_grants(redirect, svc.settings.base_url),
     )
+    # Last: nothing above may burn the token.
+    prepared = claim_jti_while(svc, checked, login=True, work=lambda: prepare(login))
+    return login, prepared
+
+
+def _nothing(_login: Login) -> None:
+    return None
 
 
 def _editor_grants(redirect: RedirectTarget | None, base_url: str) -> dict[str, Any]:

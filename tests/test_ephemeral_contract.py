@@ -107,6 +107,57 @@ def test_twenty_threads_claiming_one_key_yield_exactly_one_winner(
         assert sum(won[index] for won in results) == 1
 
 
+def test_claim_while_hands_the_work_to_the_first_caller_only(store: EphemeralStore) -> None:
+    key = nonce_key("client-a", unique("jti"))
+    assert store.claim_while(key, 60, lambda: "cookie-1") == ("cookie-1",)
+    assert store.claim_while(key, 60, lambda: "cookie-2") is None
+    assert store.claim(key, 60) is False
+    # A work result of None is still a win, told apart from a lost claim.
+    assert store.claim_while(nonce_key("client-a", unique("jti")), 60, lambda: None) == (None,)
+
+
+def test_twenty_threads_claim_while_one_key_one_gets_its_own_work(
+    store: EphemeralStore,
+) -> None:
+    key = unique("race")
+    barrier = threading.Barrier(20)
+    outcomes: dict[int, tuple[int] | None] = {}
+    lock = threading.Lock()
+
+    def worker(number: int) -> None:
+        barrier.wait(timeout=10)
+        outcome = store.claim_while(key, 60, lambda: number)
+        with lock:
+            outcomes[number] = outcome
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(outcomes) == 20
+    winners = {number: got for number, got in outcomes.items() if got is not None}
+    assert len(winners) == 1
+    [(number, got)] = winners.items()
+    assert got == (number,)
+
+
+def test_work_that_fails_in_claim_while_fails_the_claim_and_leaves_the_store_usable(
+    store: EphemeralStore,
+) -> None:
+    key = nonce_key("client-a", unique("jti"))
+
+    def broken() -> str:
+        raise RuntimeError("cannot sign")
+
+    with pytest.raises(RuntimeError, match="cannot sign"):
+        store.claim_while(key, 60, broken)
+    link = unique("link")
+    store.put_link(link, "value", 60)  # the next command gets its own reply
+    assert store.get_link(link) == "value"
+    assert store.claim(key, 60) is False  # the nonce was used up all the same
+
+
 # -- links -------------------------------------------------------------------------------
 
 
@@ -357,9 +408,9 @@ def test_redis_error_reply_is_raised_and_the_line_stays_in_step(redis_url: str) 
     store = RedisStore(redis_url, prefix=unique("err") + ":")
     store.put_link("before", "one", 60)
     with pytest.raises(redis.exceptions.ResponseError, match=r"(?i)unknown command"):
-        store._call("NO-SUCH-COMMAND", "x")
+        store._call(pack("NO-SUCH-COMMAND", "x"))
     with pytest.raises(redis.exceptions.ResponseError, match=r"(?i)wrongtype|syntax|integer"):
-        store._call("SET", "k", "v", "EX", "soon")
+        store._call(pack("SET", "k", "v", "EX", "soon"))
     assert store.get_link("before") == "one"  # the next reply is this command's own
     store.close()
 
@@ -368,7 +419,7 @@ def test_a_line_that_redis_closed_is_replaced_once(redis_url: str) -> None:
     store = RedisStore(redis_url, prefix=unique("kill") + ":")
     store.put_link("a", "1", 60)
     own_name = unique("line")
-    store._call("CLIENT", "SETNAME", own_name)
+    store._call(pack("CLIENT", "SETNAME", own_name))
     killer = redis.Redis.from_url(redis_url)
     ids = [c["id"] for c in killer.client_list() if c.get("name") == own_name]
     assert ids, "the store's line is not among Redis's clients"

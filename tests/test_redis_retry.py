@@ -151,6 +151,38 @@ def test_retried_claim_whose_first_attempt_succeeded_still_wins(
         direct.close()
 
 
+def test_claim_while_whose_reply_was_lost_still_wins_with_its_work(
+    proxy: LoseFirstSetNxReply, redis_url: str
+) -> None:
+    """The work runs once, while the first attempt is out; the resend reads our own token."""
+    key = f"pps:jti:client-a:{uuid.uuid4().hex}"
+    through_proxy = RedisStore(proxy.url, socket_timeout=0.5, retries=2)
+    runs: list[str] = []
+
+    def work() -> str:
+        runs.append("signed")
+        return "cookie"
+
+    try:
+        assert through_proxy.claim_while(key, 60, work) == ("cookie",)
+        assert proxy.replies_lost and proxy.set_nx_seen == 2
+        assert runs == ["signed"]
+        assert RedisStore(redis_url).claim(key, 60) is False
+    finally:
+        through_proxy.close()
+
+
+def test_claim_while_against_a_silent_redis_hands_out_nothing(
+    silent_proxy: LoseFirstSetNxReply,
+) -> None:
+    store = RedisStore(silent_proxy.url, socket_timeout=0.3, retries=2)
+    try:
+        with pytest.raises(EphemeralUnavailable, match="did not answer"):
+            store.claim_while(f"pps:jti:client-a:{uuid.uuid4().hex}", 60, lambda: "cookie")
+    finally:
+        store.close()
+
+
 def test_claim_against_a_redis_that_stops_answering_fails_closed_in_time(
     silent_proxy: LoseFirstSetNxReply,
 ) -> None:
@@ -193,14 +225,18 @@ def test_plain_set_nx_under_the_same_fault_reports_a_false_replay(
         client.close()
 
 
+def won() -> bool:
+    return True
+
+
 def test_same_token_twice_counts_as_a_win_and_another_token_does_not(redis_url: str) -> None:
     """The command level: what a retry sends is the same token again."""
     store = RedisStore(redis_url)
     key = f"pps:jti:client-a:{uuid.uuid4().hex}"
     try:
-        assert store._claim_with_token(key, 60, "token-1") is True
-        assert store._claim_with_token(key, 60, "token-1") is True  # our own retry
-        assert store._claim_with_token(key, 60, "token-2") is False  # someone else
+        assert store._claim_with_token(key, 60, "token-1", won) == (True,)
+        assert store._claim_with_token(key, 60, "token-1", won) == (True,)  # our own retry
+        assert store._claim_with_token(key, 60, "token-2", won) is None  # someone else
         assert store.claim(key, 60) is False
     finally:
         store.close()
@@ -211,7 +247,7 @@ def test_claim_does_not_overwrite_the_winner_or_extend_its_ttl(redis_url: str) -
     raw = redis.Redis.from_url(redis_url)
     key = f"pps:jti:client-a:{uuid.uuid4().hex}"
     try:
-        assert store._claim_with_token(key, 30, "winner") is True
+        assert store._claim_with_token(key, 30, "winner", won) == (True,)
         assert store.claim(key, 3600) is False
         assert raw.get(key) == b"winner"
         ttl = raw.ttl(key)

@@ -6,8 +6,9 @@ embedded SQLite store for a single host without Redis (safe across gunicorn work
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 __all__ = [
     "EphemeralStore",
@@ -17,6 +18,9 @@ __all__ = [
     "nonce_key",
     "open_ephemeral",
 ]
+
+
+T = TypeVar("T")
 
 
 class EphemeralUnavailable(Exception):
@@ -29,6 +33,15 @@ class EphemeralStore(Protocol):
 
         Must stay correct when the underlying command is retried after a timeout.
         Raises :class:`EphemeralUnavailable` when the store cannot answer.
+        """
+        ...
+
+    def claim_while(self, key: str, ttl: int, work: Callable[[], T]) -> tuple[T] | None:
+        """:meth:`claim`, running ``work()`` while the store answers.
+
+        ``(work(),)`` for the first caller, None for every other: what ``work`` makes is
+        handed out only with the claim won, so it must do nothing that counts unless its
+        result is used (signing a session cookie, say). It may run for a caller that loses.
         """
         ...
 

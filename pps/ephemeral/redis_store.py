@@ -8,6 +8,7 @@ import socket
 import struct
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 import hiredis
@@ -15,7 +16,7 @@ import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
-from pps.ephemeral import EphemeralUnavailable, check_ttl
+from pps.ephemeral import EphemeralUnavailable, T, check_ttl
 from pps.ids import unique_tag
 
 # Short timeouts and few retries: a login waits at most a few seconds for a Redis that is
@@ -52,23 +53,32 @@ class _Line:
         self._buffer = bytearray(4096)
         self.pid = pid
 
-    def call(self, command: bytes) -> Any:
-        """Send one packed command and return its reply; a Redis error reply is raised as
-        :class:`redis.exceptions.ResponseError`, anything on the wire as ``OSError``."""
+    def send(self, command: bytes) -> None:
+        """Write one packed command; anything on the wire is raised as ``OSError``."""
         sock = self._socket
         if sock is None:
             sock = self._socket = self._open()
         try:
             sock.sendall(command)
-            reader = self._reader
-            reply = reader.gets()
+        except BlockingIOError as exc:  # SO_SNDTIMEO ran out, see _open
+            raise TimeoutError("timed out") from exc
+
+    def reply(self) -> Any:
+        """Read the reply to the command sent last; a Redis error reply is raised as
+        :class:`redis.exceptions.ResponseError`, anything on the wire as ``OSError``."""
+        sock = self._socket
+        if sock is None:
+            raise ConnectionResetError("no command was sent on this connection")
+        reader = self._reader
+        reply = reader.gets()
+        try:
             while reply is False:
                 received = sock.recv_into(self._buffer)
                 if not received:
                     raise ConnectionResetError("Redis closed the connection")
                 reader.feed(self._buffer, 0, received)  # type: ignore[arg-type]  # any buffer
                 reply = reader.gets()
-        except BlockingIOError as exc:  # SO_SNDTIMEO or SO_RCVTIMEO ran out, see _open
+        except BlockingIOError as exc:  # SO_RCVTIMEO ran out, see _open
             raise TimeoutError("timed out") from exc
         if isinstance(reply, hiredis.ReplyError):
             raise redis.exceptions.ResponseError(str(reply))
@@ -104,6 +114,10 @@ class _Line:
         self._socket = None
         self._reader = hiredis.Reader(encoding="utf-8")
         self._connection.disconnect()
+
+
+def _no_work() -> None:
+    return None
 
 
 def pack(*args: str | int) -> bytes:
@@ -162,12 +176,30 @@ class RedisStore:
         means we set it now, our own token means an earlier attempt of this call set it.
         The token only has to be unique, not secret: only pps writes these keys.
         """
-        return self._claim_with_token(key, ttl, unique_tag())
+        return self._claim_with_token(key, ttl, unique_tag(), _no_work) is not None
 
-    def _claim_with_token(self, key: str, ttl: int, token: str) -> bool:
+    def claim_while(self, key: str, ttl: int, work: Callable[[], T]) -> tuple[T] | None:
+        """:meth:`claim`, with ``work()`` run between sending the command and reading its
+        reply: the worker thread finds Redis's answer waiting instead of sleeping for it."""
+        return self._claim_with_token(key, ttl, unique_tag(), work)
+
+    def _claim_with_token(
+        self, key: str, ttl: int, token: str, work: Callable[[], T]
+    ) -> tuple[T] | None:
         check_ttl(ttl)
+        command = pack("SET", self.prefix + key, token, "NX", "GET", "EX", ttl)
+        done: list[T] = []
+        failed: list[BaseException] = []
+
+        def meanwhile() -> None:
+            # Kept apart from the wire's errors: a failing work is not a lost connection.
+            try:
+                done.append(work())
+            except BaseException as exc:
+                failed.append(exc)
+
         try:
-            previous = self._call("SET", self.prefix + key, token, "NX", "GET", "EX", ttl)
+            previous = self._call(command, meanwhile)
         except redis.exceptions.ResponseError as exc:
             # Redis < 7.0 rejects NX together with GET as a syntax error.
             raise EphemeralUnavailable(
@@ -175,36 +207,44 @@ class RedisStore:
             ) from exc
         except redis.exceptions.RedisError as exc:
             raise EphemeralUnavailable(f"Redis is unavailable: {exc}") from exc
-        return previous is None or previous == token
+        if failed:
+            raise failed[0]
+        if previous is not None and previous != token:
+            return None
+        return (done[0],)  # a reply was read, so the command was sent and the work ran
 
     def put_link(self, key: str, value: str, ttl: int) -> None:
         check_ttl(ttl)
         try:
-            self._call("SET", self.prefix + key, value, "EX", ttl)
+            self._call(pack("SET", self.prefix + key, value, "EX", ttl))
         except redis.exceptions.RedisError as exc:
             raise EphemeralUnavailable(f"Redis is unavailable: {exc}") from exc
 
     def get_link(self, key: str) -> str | None:
         try:
-            value = self._call("GET", self.prefix + key)
+            value = self._call(pack("GET", self.prefix + key))
         except redis.exceptions.RedisError as exc:
             raise EphemeralUnavailable(f"Redis is unavailable: {exc}") from exc
         return None if value is None else str(value)  # the line's reader decodes UTF-8
 
-    def _call(self, *args: str | int) -> Any:
-        """Send one command on this thread's line and return its reply.
+    def _call(self, command: bytes, meanwhile: Callable[[], None] | None = None) -> Any:
+        """Send one packed command on this thread's line and return its reply.
 
-        Raises redis-py's exceptions; the callers map them. After a lost connection or a
-        timeout the command is sent once more on a new connection, as the client's retry
-        did: safe for ``GET`` and a plain ``SET``, and for the claim because a resend
-        carries the same token (see :meth:`claim`).
+        ``meanwhile()`` runs once, right after the command first went out whole, before its
+        reply is read; it must not raise. Raises redis-py's exceptions; the callers map them.
+        After a lost connection or a timeout the command is sent once more on a new
+        connection, as the client's retry did: safe for ``GET`` and a plain ``SET``, and for
+        the claim because a resend carries the same token (see :meth:`claim`).
         """
-        command = pack(*args)
         attempt = 0
         while True:
             line = self._line()
             try:
-                return line.call(command)
+                line.send(command)
+                if meanwhile is not None:
+                    run, meanwhile = meanwhile, None
+                    run()
+                return line.reply()
             except redis.exceptions.ResponseError:
                 raise  # a complete reply was read: the connection is in sync
             except (OSError, redis.exceptions.ConnectionError, hiredis.ProtocolError) as exc:

@@ -12,9 +12,10 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from pps.ephemeral import EphemeralUnavailable, check_ttl
+from pps.ephemeral import EphemeralUnavailable, T, check_ttl
 
 DEFAULT_BUSY_TIMEOUT = 5.0
 PURGE_INTERVAL = 60.0
@@ -105,6 +106,10 @@ class SqliteStore:
             raise EphemeralUnavailable(f"ephemeral store {self.path}: {exc}") from exc
         self._maybe_purge(now)
         return cursor.rowcount == 1
+
+    def claim_while(self, key: str, ttl: int, work: Callable[[], T]) -> tuple[T] | None:
+        # An in-process write: nothing to wait for, so the work runs for the winner only.
+        return (work(),) if self.claim(key, ttl) else None
 
     def put_link(self, key: str, value: str, ttl: int) -> None:
         check_ttl(ttl)

@@ -31,7 +31,7 @@ from pps.access import check_token
 from pps.file_keys import DRAFT_FILE_KINDS, draft_file_name
 from pps.file_links import issue_link, owned_draft
 from pps.http_headers import PAGE_HEADERS, request_id_from
-from pps.login import Login, log_in
+from pps.login import Login, log_in_preparing
 from pps.rendering import rendered_draft_pdf
 from pps.services import Services
 from pps.web.session import PpsSessionInterface
@@ -76,12 +76,13 @@ class HotRoutes:
         if raw is None:
             return self.fallback(environ, start_response)
         try:
-            login = log_in(self._services(), raw, request_path="/auth")
+            login, cookie = log_in_preparing(
+                self._services(), raw, request_path="/auth", prepare=self._session_cookie
+            )
         except Exception as exc:  # every error page is Flask's to render
             return self._hand_over(environ, start_response, exc)
-        if login.location is None:
+        if login.location is None or cookie is None:  # the landing page is Flask's
             return self._hand_over(environ, start_response, login)
-        cookie = self.sessions.fresh_session_cookie(self.app, login.session_data())
         start_response(
             _FOUND,
             [
@@ -138,6 +139,13 @@ class HotRoutes:
             ],
         )
         return []  # no body: gunicorn sends the headers alone, in one write
+
+    def _session_cookie(self, login: Login) -> str | None:
+        """Signed while Redis answers the claim (see :func:`pps.login.log_in_preparing`);
+        None for a login without ``redirect``, whose landing page Flask renders."""
+        if login.location is None:
+            return None
+        return self.sessions.fresh_session_cookie(self.app, login.session_data())
 
     def _services(self) -> Services:
         return cast(Services, self.app.extensions["pps"])
