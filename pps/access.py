@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from pps.ephemeral import T, nonce_key
+from pps.ephemeral import nonce_key
 from pps.errors import PpsError
 from pps.models import Client
 from pps.services import Services
@@ -25,6 +26,8 @@ __all__ = [
     "claim_jti_while",
     "token_error",
 ]
+
+T = TypeVar("T")
 
 
 class TokenRejected(PpsError):
