@@ -324,18 +324,17 @@ def idle_share(before: tuple[int, int] | None, after: tuple[int, int] | None) ->
 def measured_run(
     wrk: str,
     opts: argparse.Namespace,
-    args_for: Callable[..., tuple[str, list[str]]],
+    args_for: Callable[[str], tuple[str, list[str]]],
     tag: str,
-    hello_url: str,
     workdir: Path,
 ) -> dict[str, Any]:
     """One measured run; again (up to ``--attempts``) while it leaves the CPUs idle.
 
-    ``args_for(tag, hello_url=...)`` is :func:`scenario_args` with all but those bound: every
-    attempt has login tokens of its own, signed afresh, never reused, removed after it.
+    ``args_for(tag)`` is :func:`scenario_args` with all but the tag bound: every attempt has
+    login tokens of its own, signed afresh, never reused, removed after it.
     """
     for attempt in range(1, opts.attempts + 1):
-        url, lua_args = args_for(f"{tag}{attempt}", hello_url=hello_url)
+        url, lua_args = args_for(f"{tag}{attempt}")
         before = cpu_jiffies()
         try:
             raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
@@ -517,7 +516,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
         if row["unsaturated_rounds"]:
             print(
                 f"{row['scenario']}: rounds {row['unsaturated_rounds']} never loaded the machine "
-                f"in {row['rounds']} attempt(s) and are left out of its ratios"
+                "within --attempts and are left out of its ratios"
             )
 
 
@@ -590,8 +589,10 @@ def main(argv: list[str] | None = None) -> int:
                     elif not fastest_hello:  # nothing measured yet: be generous
                         per_second = 10_000 * opts.token_factor
                     tokens = math.ceil(per_second * opts.duration)
-                    args_for = partial(scenario_args, name, pps, workdir, opts, tokens)
-                    raw = measured_run(wrk, opts, args_for, f"r{number}-hello", hello_url, workdir)
+                    args_for = partial(
+                        scenario_args, name, pps, workdir, opts, tokens, hello_url=hello_url
+                    )
+                    raw = measured_run(wrk, opts, args_for, f"r{number}-hello", workdir)
                     baseline = summarise(name, raw, None)
                     baseline["round"] = number
                     fastest_hello = max(fastest_hello, baseline["rps"])
@@ -608,8 +609,10 @@ def main(argv: list[str] | None = None) -> int:
                     run_wrk(wrk, opts, url, opts.warmup, lua_args)
                     remove_tokens(workdir / f"tokens-{tag}-", opts.threads)
                 tokens = math.ceil(per_second * opts.duration)
-                args_for = partial(scenario_args, name, pps, workdir, opts, tokens)
-                raw = measured_run(wrk, opts, args_for, f"r{number}-run", hello_url, workdir)
+                args_for = partial(
+                    scenario_args, name, pps, workdir, opts, tokens, hello_url=hello_url
+                )
+                raw = measured_run(wrk, opts, args_for, f"r{number}-run", workdir)
                 if name == "auth":
                     raw["tokens_dealt"] = tokens
                 run = summarise(name, raw, baseline)
