@@ -176,7 +176,7 @@ class RedisStore:
         means we set it now, our own token means an earlier attempt of this call set it.
         The token only has to be unique, not secret: only pps writes these keys.
         """
-        return self._claim_with_token(key, ttl, unique_tag(), _no_work) is not None
+        return self.claim_while(key, ttl, _no_work) is not None
 
     def claim_while(self, key: str, ttl: int, work: Callable[[], T]) -> tuple[T] | None:
         """:meth:`claim`, with ``work()`` run between sending the command and reading its
