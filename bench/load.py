@@ -106,7 +106,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--attempts",
         type=int,
         default=3,
-        help=f"runs of a measurement that leaves over {MAX_IDLE:.0%} of the CPUs idle (3)",
+        # argparse %-formats help texts: the percent sign is doubled.
+        help=f"runs of a measurement that leaves over {MAX_IDLE * 100:.0f}%% of the CPUs idle (3)",
     )
     parser.add_argument("--check", action="store_true", help="exit 3 when a target is missed")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
