@@ -97,5 +97,6 @@ def register_error_handlers(app: Flask) -> None:
     @app.after_request
     def _tag_response(response: Response) -> Response:
         response.headers["X-Request-ID"] = request_id()
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        if "Content-Type" in response.headers:  # nothing to sniff without content
+            response.headers.setdefault("X-Content-Type-Options", "nosniff")
         return response

@@ -6,7 +6,7 @@ import re
 
 from pps.ids import unique_tag
 
-__all__ = ["PAGE_CSP", "PAGE_HEADERS", "request_id_from"]
+__all__ = ["PAGE_CSP", "PAGE_HEADERS", "TOKEN_REDIRECT_HEADERS", "request_id_from"]
 
 #: Every HTML page: own-origin resources only, no inline scripts or styles, no framing.
 #: (The editor step ``embed``, framed by the shop, would need ``frame-ancestors`` with the
@@ -20,6 +20,15 @@ PAGE_CSP = (
 PAGE_HEADERS = (
     ("Content-Security-Policy", PAGE_CSP),
     ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"),
+)
+
+#: A redirect answering a URL that carried a token (a login or a file link): no cache may
+#: keep it, and the site it leads to gets no ``Referer`` (the policy of a redirect governs
+#: the request it leads to). It has no body, so it has no ``Content-Type`` and none of the
+#: page headers: there is no document to frame or restrict and no content to sniff.
+TOKEN_REDIRECT_HEADERS = (
+    ("Cache-Control", "no-store"),
     ("Referrer-Policy", "no-referrer"),
 )
 

@@ -147,6 +147,17 @@ def comparable(response: TestResponse, *, drop: frozenset[str] = frozenset()) ->
     return {"status": response.status_code, "headers": headers, "body": body}
 
 
+#: Every header of the bodiless 302 of a login or file link: no Content-Type, and none of
+#: the page headers (CSP, X-Frame-Options, nosniff), which govern a body it does not have.
+TOKEN_REDIRECT = {"Content-Length", "Location", "Cache-Control", "Referrer-Policy", "X-Request-ID"}
+
+
+def header_names(response: TestResponse) -> set[str]:
+    names = [name for name, _value in response.headers]
+    assert len(names) == len(set(names)), names
+    return set(names)
+
+
 def session_cookie(app: Flask, response: TestResponse) -> tuple[dict[str, Any], dict[str, Any]]:
     """(session data without its timestamp, cookie attributes) of a login answer."""
     cookies = response.headers.getlist("Set-Cookie")
@@ -208,6 +219,7 @@ def test_login_is_answered_by_the_hot_route_as_flask_would(
     # Browsers follow Location; without a body the answer goes out in one write.
     assert hot.headers["Content-Length"] == "0"
     assert hot.get_data() == b""
+    assert header_names(hot) == header_names(plain) == TOKEN_REDIRECT | {"Set-Cookie", "Vary"}
 
 
 def test_the_hot_login_cookie_opens_the_editor(
@@ -356,6 +368,9 @@ def test_rendered_pdf_link_is_answered_by_the_hot_route_as_flask_would(
         with deployed.get(location.removeprefix("http://localhost")) as served:
             assert served.status_code == 200 and served.data == PDF
     assert hot.headers["Location"] != plain.headers["Location"]
+    assert header_names(hot) == header_names(plain) == TOKEN_REDIRECT
+    assert hot.headers["Cache-Control"] == "no-store"
+    assert hot.headers["Referrer-Policy"] == "no-referrer"
 
 
 def test_unrendered_file_is_left_to_flask_untouched(

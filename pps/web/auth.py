@@ -22,7 +22,7 @@ from pps.login import (
 )
 from pps.openapi import operation
 from pps.web import bp
-from pps.web.common import services
+from pps.web.common import services, token_redirect
 from pps.web.hot import handed_over
 
 __all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "logged_in_as", "login"]
@@ -67,12 +67,10 @@ def login() -> Any:
         services(), request.args.get("jwt", ""), request_path=request.path
     )
     _renew_session(done)
-    if done.location is None:
-        response = Response(render_template("logged_in.html"), mimetype="text/html")
-    else:
+    if done.location is not None:
         # No body: browsers follow Location, and an empty 302 goes out in one write.
-        response = Response(b"", status=302, mimetype="text/html")
-        response.headers["Location"] = done.location
+        return token_redirect(done.location)
+    response = Response(render_template("logged_in.html"), mimetype="text/html")
     # The URL carries the token: keep it out of caches and out of the next site's Referer.
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"

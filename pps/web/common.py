@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from flask import current_app
+from flask import Response, current_app
 
+from pps.http_headers import TOKEN_REDIRECT_HEADERS
 from pps.services import Services
 
 
 def services() -> Services:
     return current_app.extensions["pps"]  # type: ignore[no-any-return]
+
+
+def token_redirect(location: str) -> Response:
+    """The bodiless ``302`` of a login or a file link (see ``TOKEN_REDIRECT_HEADERS``);
+    :mod:`pps.web.hot` writes the same headers without Flask."""
+    response = Response(b"", status=302)
+    del response.headers["Content-Type"]
+    response.headers["Location"] = location
+    response.headers.extend(TOKEN_REDIRECT_HEADERS)
+    return response

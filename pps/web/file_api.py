@@ -33,7 +33,7 @@ from pps.rendering import (
     template_preview_file,
 )
 from pps.storage import StoredFile
-from pps.web.common import services
+from pps.web.common import services, token_redirect
 from pps.web.hot import handed_over
 
 files_api = Blueprint("files_api", __name__, url_prefix="/api-ext/files")
@@ -269,8 +269,4 @@ def _link_to(checked: CheckedToken, *, key: str, filename: str, content_type: st
     location = issue_link(
         services(), checked, key=key, filename=filename, content_type=content_type
     )
-    response = Response(status=302)
-    response.headers["Location"] = location
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    return response
+    return token_redirect(location)

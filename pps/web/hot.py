@@ -30,7 +30,7 @@ from flask import Flask
 from pps.access import check_token
 from pps.file_keys import DRAFT_FILE_KINDS, draft_file_name
 from pps.file_links import issue_link, owned_draft
-from pps.http_headers import PAGE_HEADERS, request_id_from
+from pps.http_headers import TOKEN_REDIRECT_HEADERS, request_id_from
 from pps.login import Login, log_in_preparing
 from pps.rendering import rendered_draft_pdf
 from pps.services import Services
@@ -46,9 +46,7 @@ _DRAFT_PDF = re.compile(
     r"/api-ext/files/draft/(?P<draft>[A-Za-z0-9_-]{1,64})/(?P<kind>print|low-res)"
 )
 _FOUND = "302 FOUND"
-_HTML = ("Content-Type", "text/html; charset=utf-8")
-_NO_STORE = ("Cache-Control", "no-store")
-_NOSNIFF = ("X-Content-Type-Options", "nosniff")
+_NO_BODY = ("Content-Length", "0")
 
 
 class HotRoutes:
@@ -86,14 +84,12 @@ class HotRoutes:
         start_response(
             _FOUND,
             [
-                _HTML,
-                ("Content-Length", "0"),
+                _NO_BODY,
                 ("Location", login.location),
-                _NO_STORE,
+                *TOKEN_REDIRECT_HEADERS,
                 ("Set-Cookie", cookie),
                 ("Vary", "Cookie"),
-                *PAGE_HEADERS,
-                *_tags(environ),
+                _request_id(environ),
             ],
         )
         return []  # no body: gunicorn sends the headers alone, in one write
@@ -129,14 +125,7 @@ class HotRoutes:
             return self.fallback(environ, start_response)
         start_response(
             _FOUND,
-            [
-                _HTML,
-                ("Content-Length", "0"),
-                ("Location", location),
-                _NO_STORE,
-                *PAGE_HEADERS,
-                *_tags(environ),
-            ],
+            [_NO_BODY, ("Location", location), *TOKEN_REDIRECT_HEADERS, _request_id(environ)],
         )
         return []  # no body: gunicorn sends the headers alone, in one write
 
@@ -185,5 +174,5 @@ def _jwt_parameter(environ: WSGIEnvironment) -> str | None:
     return ""
 
 
-def _tags(environ: WSGIEnvironment) -> tuple[tuple[str, str], tuple[str, str]]:
-    return ("X-Request-ID", request_id_from(environ.get("HTTP_X_REQUEST_ID"))), _NOSNIFF
+def _request_id(environ: WSGIEnvironment) -> tuple[str, str]:
+    return "X-Request-ID", request_id_from(environ.get("HTTP_X_REQUEST_ID"))
