@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 from pps.redirects import (
     RedirectRefused,
@@ -31,6 +31,7 @@ __all__ = [
     "decode_callback",
     "editor_callbacks",
     "editor_target",
+    "query_callbacks",
     "vetted_callbacks",
     "with_defaults",
 ]
@@ -46,7 +47,8 @@ _MAX_CALLBACK_LENGTH = 1024
 class EditorTarget:
     draft_hash: str
     step: str | None
-    query: dict[str, list[str]]
+    query: str
+    """The query string as it came, still URL-encoded (see :func:`query_callbacks`)."""
 
 
 def editor_target(redirect: RedirectTarget, base_url: str) -> EditorTarget | None:
@@ -68,11 +70,7 @@ def editor_target(redirect: RedirectTarget, base_url: str) -> EditorTarget | Non
     match = _EDITOR_PATH.fullmatch(path)
     if match is None:
         return None
-    return EditorTarget(
-        draft_hash=match["draft"],
-        step=match["step"],
-        query=parse_qs(query, keep_blank_values=True),
-    )
+    return EditorTarget(draft_hash=match["draft"], step=match["step"], query=query)
 
 
 @lru_cache(maxsize=16)
@@ -111,6 +109,22 @@ def editor_callbacks(query: Mapping[str, Iterable[str]]) -> dict[str, str]:
         if url is not None:
             decoded[name] = url
     return decoded
+
+
+def query_callbacks(query: str) -> dict[str, str]:
+    """:func:`editor_callbacks` of a raw query string.
+
+    The same as ``editor_callbacks(parse_qs(query, keep_blank_values=True))``, but only the
+    callback parameters are decoded: a login reads nothing else of the editor URL.
+    """
+    first: dict[str, list[str]] = {}
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if "%" in name or "+" in name:
+            name = unquote_plus(name)
+        if name in CALLBACK_PARAMS and name not in first:
+            first[name] = [unquote_plus(value)]
+    return editor_callbacks(first)
 
 
 def with_defaults(callbacks: Mapping[str, str]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from pps.access import check_token, claim_jti_while, token_error
-from pps.callbacks import editor_callbacks, editor_target
+from pps.callbacks import editor_target, query_callbacks
 from pps.errors import BadRequest
 from pps.redirects import RedirectRefused, RedirectTarget, check_redirect_target
 from pps.services import Services
@@ -142,7 +142,7 @@ def _editor_grants(redirect: RedirectTarget | None, base_url: str) -> dict[str, 
     if target is None:
         return {}
     # These came inside the signed redirect claim, so the editor may trust them.
-    return {target.draft_hash: {"callbacks": editor_callbacks(target.query)}}
+    return {target.draft_hash: {"callbacks": query_callbacks(target.query)}}
 
 
 def _shown(target: str) -> str:

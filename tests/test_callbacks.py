@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
-from urllib.parse import quote
+import random
+from urllib.parse import parse_qs, quote
 
 import pytest
 
-from pps.callbacks import editor_callbacks, editor_target
+from pps.callbacks import editor_callbacks, editor_target, query_callbacks
 from pps.redirects import check_redirect_target
 
 ALLOWED = ["https://shop.example"]
@@ -60,8 +61,39 @@ def test_callbacks_of_an_editor_target_are_decoded() -> None:
     )
     found = editor_target(checked, "https://pps.example")
     assert found is not None
-    assert found.query == {
-        "callback": [base64.b64encode(CALLBACK.encode()).decode()],
-        "locale": ["de"],
-    }
-    assert editor_callbacks(found.query) == {"callback": CALLBACK}
+    assert found.query == f"callback={ENCODED}&locale=de"
+    assert query_callbacks(found.query) == {"callback": CALLBACK}
+
+
+#: Pieces of query strings: the callback names, spelled plainly and percent-encoded, values
+#: in base64 (with '+' sent raw, as a space, or encoded), and the separators.
+_PIECES = [
+    "callback",
+    "callback_cancel",
+    "callback_halt",
+    "callb%61ck",
+    "callback%5Fhalt",
+    "callback+",
+    "locale",
+    "=",
+    "&",
+    "&&",
+    ENCODED,
+    base64.b64encode(b"https://a.example/?x=1&y=2>").decode(),
+    "aHR0cHM6Ly9h+LmV4YW1wbGU=",
+    "aHR0cHM6Ly9h%2BLmV4YW1wbGU%3D",
+    "%",
+    "%ZZ",
+    "%C3%A9",
+    "é",
+    "",
+]
+
+
+def test_query_callbacks_are_what_parse_qs_would_give() -> None:
+    rng = random.Random(20261123)
+    queries = [f"callback={ENCODED}", "", "&", "callback", "callback=&callback=" + ENCODED]
+    queries += ["".join(rng.choices(_PIECES, k=rng.randint(1, 12))) for _ in range(5000)]
+    for query in queries:
+        expected = editor_callbacks(parse_qs(query, keep_blank_values=True))
+        assert query_callbacks(query) == expected, query
