@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 import pytest
 from flask import Flask, session
 from itsdangerous import Serializer, URLSafeTimedSerializer
+from itsdangerous.encoding import base64_encode, int_to_bytes
 from werkzeug.http import dump_cookie
 
-from pps.web.session import CompactJson, PpsSessionInterface
+from pps.web.session import CompactJson, PpsSessionInterface, UncompressedSerializer
 
 
 @pytest.fixture
@@ -83,6 +84,24 @@ def test_compressed_cookies_still_load(small_app: Flask) -> None:
     client = small_app.test_client()
     client.set_cookie("session", value)
     assert client.get("/get").text == "u2"
+
+
+def test_payload_and_timestamp_are_encoded_as_itsdangerous_encodes_them(small_app: Flask) -> None:
+    """Every length of payload (so every base64 padding) and of timestamp, against
+    itsdangerous' own ``base64_encode``."""
+    interface = small_app.session_interface
+    assert isinstance(interface, PpsSessionInterface)
+    ours = interface.get_signing_serializer(small_app)
+    assert isinstance(ours, UncompressedSerializer)
+    for length in range(0, 40):
+        data = {"user": "u" * length, "é": [1, 2.5, None]}
+        assert ours.dump_payload(data) == base64_encode(CompactJson.dumps(data).encode())
+    for timestamp in (0, 1, 255, 256, 65_536, 1_795_450_951, 2**37 + 7):
+        payload, stamp, mac = ours.dumps_at({"user": "u"}, timestamp).split(".")
+        assert stamp.encode() == base64_encode(int_to_bytes(timestamp))
+        assert ours.loads(f"{payload}.{stamp}.{mac}", return_timestamp=True)[1] == (
+            datetime.fromtimestamp(timestamp, UTC)
+        )
 
 
 def test_cookies_are_signed_exactly_as_itsdangerous_signs_them(small_app: Flask) -> None:
