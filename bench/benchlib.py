@@ -1,4 +1,4 @@
-"""What bench/load.py and bench/profile_auth.py share: paths, tokens, a tiny PNG, processes."""
+"""What the benchmark scripts share: paths, tokens, a tiny PNG, processes."""
 
 from __future__ import annotations
 
@@ -120,11 +120,14 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def spawned(args: list[str], *, log: Path, env: dict[str, str] | None = None) -> Iterator[Any]:
-    """Run ``args`` in its own session with output to ``log``; always stopped on exit."""
+def spawned(
+    args: list[str], *, log: Path, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> Iterator[Any]:
+    """Run ``args`` in ``cwd`` in its own session with output to ``log``; always stopped
+    on exit."""
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
         yield proc
