@@ -6,7 +6,7 @@ import re
 
 from pps.ids import unique_tag
 
-__all__ = ["PAGE_CSP", "PAGE_HEADERS", "TOKEN_REDIRECT_HEADERS", "request_id_from"]
+__all__ = ["PAGE_CSP", "PAGE_HEADERS", "TOKEN_URL_HEADERS", "request_id_from"]
 
 #: Every HTML page: own-origin resources only, no inline scripts or styles, no framing.
 #: (The editor step ``embed``, framed by the shop, would need ``frame-ancestors`` with the
@@ -23,11 +23,11 @@ PAGE_HEADERS = (
     ("Referrer-Policy", "no-referrer"),
 )
 
-#: A redirect answering a URL that carried a token (a login or a file link): no cache may
-#: keep it, and the site it leads to gets no ``Referer`` (the policy of a redirect governs
-#: the request it leads to). It has no body, so it has no ``Content-Type`` and none of the
-#: page headers: there is no document to frame or restrict and no content to sniff.
-TOKEN_REDIRECT_HEADERS = (
+#: Every answer to a URL that carried a token (a login or a file link): no cache may keep
+#: it, and the next site gets no ``Referer`` (a redirect's policy governs the request it
+#: leads to). Their redirects have no body, so they carry these and none of the page
+#: headers: there is no document to frame or restrict and no content to sniff.
+TOKEN_URL_HEADERS = (
     ("Cache-Control", "no-store"),
     ("Referrer-Policy", "no-referrer"),
 )

@@ -12,6 +12,7 @@ from typing import Any
 from flask import Response, render_template, request, session
 
 from pps.errors import MethodNotAllowed
+from pps.http_headers import TOKEN_URL_HEADERS
 from pps.login import (
     SESSION_CLIENT,
     SESSION_EDITOR,
@@ -71,9 +72,7 @@ def login() -> Any:
         # No body: browsers follow Location, and an empty 302 goes out in one write.
         return token_redirect(done.location)
     response = Response(render_template("logged_in.html"), mimetype="text/html")
-    # The URL carries the token: keep it out of caches and out of the next site's Referer.
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers.extend(TOKEN_URL_HEADERS)  # the URL carried the token
     return response
 
 

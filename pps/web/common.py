@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Response, current_app
 
-from pps.http_headers import TOKEN_REDIRECT_HEADERS
+from pps.http_headers import TOKEN_URL_HEADERS
 from pps.services import Services
 
 
@@ -13,10 +13,10 @@ def services() -> Services:
 
 
 def token_redirect(location: str) -> Response:
-    """The bodiless ``302`` of a login or a file link (see ``TOKEN_REDIRECT_HEADERS``);
+    """The bodiless ``302`` of a login or a file link (see ``TOKEN_URL_HEADERS``);
     :mod:`pps.web.hot` writes the same headers without Flask."""
     response = Response(b"", status=302)
     del response.headers["Content-Type"]
     response.headers["Location"] = location
-    response.headers.extend(TOKEN_REDIRECT_HEADERS)
+    response.headers.extend(TOKEN_URL_HEADERS)
     return response

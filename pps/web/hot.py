@@ -30,7 +30,7 @@ from flask import Flask
 from pps.access import check_token
 from pps.file_keys import DRAFT_FILE_KINDS, draft_file_name
 from pps.file_links import issue_link, owned_draft
-from pps.http_headers import TOKEN_REDIRECT_HEADERS, request_id_from
+from pps.http_headers import TOKEN_URL_HEADERS, request_id_from
 from pps.login import Login, log_in_preparing
 from pps.rendering import rendered_draft_pdf
 from pps.services import Services
@@ -86,7 +86,7 @@ class HotRoutes:
             [
                 _NO_BODY,
                 ("Location", login.location),
-                *TOKEN_REDIRECT_HEADERS,
+                *TOKEN_URL_HEADERS,
                 ("Set-Cookie", cookie),
                 ("Vary", "Cookie"),
                 _request_id(environ),
@@ -125,7 +125,7 @@ class HotRoutes:
             return self.fallback(environ, start_response)
         start_response(
             _FOUND,
-            [_NO_BODY, ("Location", location), *TOKEN_REDIRECT_HEADERS, _request_id(environ)],
+            [_NO_BODY, ("Location", location), *TOKEN_URL_HEADERS, _request_id(environ)],
         )
         return []  # no body: gunicorn sends the headers alone, in one write
 
