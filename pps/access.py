@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pps.ephemeral import nonce_key
+from pps.ephemeral import no_work, nonce_key
 from pps.errors import PpsError
 from pps.models import Client
 from pps.services import Services
@@ -91,7 +91,7 @@ def claim_jti(svc: Services, checked: CheckedToken, *, login: bool) -> None:
     client, ``pps:jti:<client>:<jti>``: a ``jti`` is good for one use, whatever the use.
     The nonce is kept for as long as the token could still pass its ``exp`` check.
     """
-    claim_jti_while(svc, checked, login=login, work=_no_work)
+    claim_jti_while(svc, checked, login=login, work=no_work)
 
 
 def claim_jti_while(
@@ -112,7 +112,3 @@ def claim_jti_while(
         )
         raise token_error(replayed, login=login)
     return won[0]
-
-
-def _no_work() -> None:
-    return None

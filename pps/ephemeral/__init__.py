@@ -15,12 +15,18 @@ __all__ = [
     "EphemeralUnavailable",
     "check_ttl",
     "link_key",
+    "no_work",
     "nonce_key",
     "open_ephemeral",
 ]
 
 
 T = TypeVar("T")
+
+
+def no_work() -> None:
+    """The ``work`` of a claim that has nothing to do while the store answers."""
+    return None
 
 
 class EphemeralUnavailable(Exception):

@@ -16,7 +16,7 @@ import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
-from pps.ephemeral import EphemeralUnavailable, T, check_ttl
+from pps.ephemeral import EphemeralUnavailable, T, check_ttl, no_work
 from pps.ids import unique_tag
 
 # Short timeouts and few retries: a login waits at most a few seconds for a Redis that is
@@ -116,10 +116,6 @@ class _Line:
         self._connection.disconnect()
 
 
-def _no_work() -> None:
-    return None
-
-
 def pack(*args: str | int) -> bytes:
     """One command in RESP, the form every Redis reads: an array of bulk strings."""
     parts = [b"*%d\r\n" % len(args)]
@@ -176,7 +172,7 @@ class RedisStore:
         means we set it now, our own token means an earlier attempt of this call set it.
         The token only has to be unique, not secret: only pps writes these keys.
         """
-        return self.claim_while(key, ttl, _no_work) is not None
+        return self.claim_while(key, ttl, no_work) is not None
 
     def claim_while(self, key: str, ttl: int, work: Callable[[], T]) -> tuple[T] | None:
         """:meth:`claim`, with ``work()`` run between sending the command and reading its
