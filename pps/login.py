@@ -9,7 +9,7 @@ reason before the nonce is claimed is not used up. What a successful login grant
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -55,16 +55,22 @@ class Login:
     at: int
     location: str | None
     """Where to send the browser (ready for ``Location``), or None for the landing page."""
-    editor: dict[str, Any]
-    """Editor grants: the callbacks of the editor URL in the signed ``redirect`` claim."""
+    redirect: RedirectTarget | None = field(repr=False)
+    """The checked ``redirect`` claim, whose editor URL carries the editor grants."""
+    base_url: str = field(repr=False)
 
     def session_data(self) -> dict[str, Any]:
-        """Everything the new session holds; nothing of an earlier session survives."""
+        """Everything the new session holds; nothing of an earlier session survives.
+
+        The editor grants (the callbacks of the editor URL in the signed ``redirect``) are
+        decoded here, not when the login is checked: on ``/auth`` this runs while the nonce
+        store answers the claim (see :func:`log_in_preparing`), and it is pure work.
+        """
         return {
             SESSION_CLIENT: self.client,
             SESSION_USER: self.user,
             SESSION_LOGIN_AT: self.at,
-            SESSION_EDITOR: self.editor,
+            SESSION_EDITOR: _editor_grants(self.redirect, self.base_url),
         }
 
 
@@ -124,7 +130,8 @@ def log_in_preparing(
         user=token.user,
         at=int(checked.now),
         location=None if redirect is None else redirect.location,
-        editor=_editor_grants(redirect, svc.settings.base_url),
+        redirect=redirect,
+        base_url=svc.settings.base_url,
     )
     # Last: nothing above may burn the token.
     prepared = claim_jti_while(svc, checked, login=True, work=lambda: prepare(login))

@@ -13,10 +13,8 @@ API key therefore never learns anything about timing, ``jti`` or ``urlPath`` rul
 from __future__ import annotations
 
 import binascii
-import hashlib
 import hmac
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pps import strict_json
+from pps.hmac_sha256 import hmac_sha256_for
 
 __all__ = [
     "MAX_JTI_LENGTH",
@@ -58,8 +57,8 @@ MAX_JTI_LENGTH = 256
 MAX_NONCE_TTL = 2**31 - 1
 
 _ALGORITHM = "HS256"
-_SEGMENT = re.compile(r"[A-Za-z0-9_-]*")
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_B64URL_BYTES = _B64URL.encode("ascii")
 _ACCEPTED_TYP = frozenset({"jwt", "application/jwt"})
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 
@@ -191,7 +190,7 @@ def verify_token(
         raise UnknownClient(f"no active client {_show(client)}")
 
     signing_input = f"{header_b64}.{payload_b64}".encode("ascii")
-    expected = hmac.digest(_key_bytes(key), signing_input, hashlib.sha256)
+    expected = hmac_sha256_for(_key_bytes(key)).digest(signing_input)
     if not hmac.compare_digest(expected, signature):
         raise InvalidSignature(
             f"the signature does not verify: sign with HS256 over the UTF-8 bytes of the "
@@ -254,11 +253,13 @@ def _decode_segment(segment: str, name: str) -> bytes:
     padding = len(segment) - len(body)
     if padding and (padding > 2 or (len(body) + padding) % 4):
         raise MalformedToken(f"the {name} segment has wrong base64url padding")
-    if not _SEGMENT.fullmatch(body):
+    # Deleting every alphabet byte must leave nothing: one pass in C, unlike a regex.
+    data = body.encode("ascii") if body.isascii() else b"?"
+    if data.translate(None, _B64URL_BYTES):
         raise MalformedToken(
             f"the {name} segment contains characters outside the base64url alphabet"
         )
-    remainder = len(body) % 4
+    remainder = len(data) % 4
     if remainder == 1:
         raise MalformedToken(f"the {name} segment has an impossible base64url length")
     if remainder:
@@ -267,8 +268,7 @@ def _decode_segment(segment: str, name: str) -> bytes:
             raise MalformedToken(f"the {name} segment is not canonical base64url")
     try:
         # What base64.urlsafe_b64decode does, without its layers of argument coercion.
-        padded = (body + "=" * (-len(body) % 4)).encode("ascii").translate(_FROM_URLSAFE)
-        return binascii.a2b_base64(padded)
+        return binascii.a2b_base64((data + b"=" * (-remainder % 4)).translate(_FROM_URLSAFE))
     except (binascii.Error, ValueError):  # pragma: no cover - excluded by the checks above
         raise MalformedToken(f"the {name} segment is not valid base64url") from None
 

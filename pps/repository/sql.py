@@ -64,9 +64,15 @@ _USER_BY_ID = users.select().where(
     users.c.identifier == sa.bindparam("identifier"),
     users.c.client_identifier == sa.bindparam("client"),
 )
-_USER_EXISTS: sa.Select[Any] = sa.select(sa.literal_column("1")).where(
-    users.c.identifier == sa.bindparam("identifier"),
-    users.c.client_identifier == sa.bindparam("client"),
+# "Is there no such user": a row only when the user is missing. Every /auth asks, and for
+# the usual answer (the user exists) Python's sqlite3 then steps the statement once and
+# resets it, instead of stepping it twice and fetching a row: each of those calls lets
+# another thread take the GIL.
+_USER_MISSING: sa.Select[Any] = sa.select(sa.literal_column("1")).where(
+    ~sa.exists().where(
+        users.c.identifier == sa.bindparam("identifier"),
+        users.c.client_identifier == sa.bindparam("client"),
+    )
 )
 _TEMPLATE_BY_ID = templates.select().where(
     templates.c.identifier == sa.bindparam("identifier"),
@@ -180,7 +186,7 @@ class SqlRepository:
         self.url = url
         self.engine = create_engine(url)
         self._readers = readers_for(self.engine.url, timeout=_SQLITE_TIMEOUT)
-        self._user_exists = PointLookup(self.engine, _USER_EXISTS, self._readers)
+        self._user_missing = PointLookup(self.engine, _USER_MISSING, self._readers)
         self._draft_ref = PointLookup(self.engine, _DRAFT_REF, self._readers)
 
     def close(self) -> None:
@@ -313,7 +319,7 @@ class SqlRepository:
     def user_exists(self, client: str, identifier: str) -> bool:
         if _impossible(client, identifier):
             return False
-        return self._user_exists.found({"identifier": identifier, "client": client})
+        return not self._user_missing.found({"identifier": identifier, "client": client})
 
     def update_user(self, client: str, identifier: str, fields: Mapping[str, Any]) -> User | None:
         if _impossible(client, identifier):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import binascii
 import hashlib
-import hmac
 import json
 import time
 from collections.abc import Mapping
@@ -30,22 +29,26 @@ from itsdangerous import Serializer, URLSafeTimedSerializer
 from itsdangerous.encoding import int_to_bytes
 from werkzeug.http import dump_cookie
 
+from pps.hmac_sha256 import HmacSha256
+
 
 class UncompressedSerializer(URLSafeTimedSerializer):
     """Never tries zlib: a session here is a few hundred bytes, compressing them costs more
     than the bytes it saves. Compressed cookies of older versions still load.
 
     :meth:`dumps` writes exactly what itsdangerous writes (``payload.timestamp.signature``,
-    HMAC over the first two with the derived key) but derives the key once instead of
-    building a signer and deriving it again for every cookie.
+    HMAC over the first two with the derived key) but derives the key, and hashes its HMAC
+    pads (:class:`~pps.hmac_sha256.HmacSha256`), once instead of for every cookie.
     """
 
     def dump_payload(self, obj: Any) -> bytes:
         return _urlsafe_b64(Serializer.dump_payload(self, obj))
 
     @cached_property
-    def _signing_key(self) -> bytes:
-        return self.make_signer().derive_key()
+    def _mac(self) -> HmacSha256:
+        if self.signer_kwargs.get("digest_method") is not hashlib.sha256:
+            raise ValueError("pps session cookies are signed with HMAC-SHA256")
+        return HmacSha256(self.make_signer().derive_key())
 
     def dumps(self, obj: Any, salt: str | bytes | None = None) -> str:
         if salt is not None:
@@ -55,8 +58,7 @@ class UncompressedSerializer(URLSafeTimedSerializer):
     def dumps_at(self, obj: Any, timestamp: int) -> str:
         """:meth:`dumps` signed as of ``timestamp`` (whole seconds since 1970)."""
         value = self.dump_payload(obj) + b"." + _urlsafe_b64(int_to_bytes(timestamp))
-        # hmac.digest is OpenSSL's one-shot HMAC: no Python HMAC object per cookie.
-        mac = hmac.digest(self._signing_key, value, self.signer_kwargs["digest_method"])
+        mac = self._mac.digest(value)
         return (value + b"." + _urlsafe_b64(mac)).decode("ascii")
 
 
