@@ -13,13 +13,13 @@ status other than the one expected, so an error page can never pass for a fast a
   file   GET /api-ext/files/draft/<hash>/print?jwt=...   (reusable token, expects 302)
   user   POST /api-ext/user with the bearer key          (expects 201)
 
-The machine may be noisy, so the whole sequence (hello-world, then every scenario) runs
-``--rounds`` times, and each scenario's ratios are taken against the hello-world run of the
-same round. Prints per scenario the median requests/s and p99 latency over the rounds, the
-median of the per-round ratios and their range, and writes the whole result, every round
-included, as JSON to bench/results/. Exit status 1 when any run of any round saw unexpected
-statuses, socket errors or ran out of tokens; with --check also 3 when a target is missed
-(judged on the median ratio).
+The machine may be noisy, so every scenario runs ``--rounds`` times, each time between two
+hello-world runs (H auth H file H user H auth ... H), and each of its ratios is taken
+against the mean of those two. Prints per scenario the median requests/s and p99 latency
+over the rounds, the median of the per-round ratios and their range, and writes the whole
+result, every run included, as JSON to bench/results/. Exit status 1 when any run saw
+unexpected statuses, socket errors or ran out of tokens; with --check also 3 when a target
+is missed (judged on the median ratio).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--rounds",
         type=int,
         default=3,
-        help="rounds of hello-world + every scenario; ratios are per round, then the median (3)",
+        help="runs of every scenario, each between two hello-world runs (3)",
     )
     parser.add_argument("-d", "--duration", type=int, default=6, help="seconds per run (6)")
     parser.add_argument("--warmup", type=int, default=2, help="warm-up seconds per run (2)")
@@ -444,7 +444,7 @@ def aggregate(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     firsts = [run["first_unexpected_status"] for run in runs if run["first_unexpected_status"]]
     result: dict[str, Any] = {
         "scenario": name,
-        "rounds": len(runs),
+        "runs": len(runs),
         "rps": _median([run["rps"] for run in runs]),
         "p99_ms": _median([run["p99_ms"] for run in runs]),
         "p50_ms": _median([run["p50_ms"] for run in runs]),
@@ -454,9 +454,9 @@ def aggregate(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "socket_errors": sum(run["socket_errors"] for run in runs),
         "tokens_exhausted": sum(run["tokens_exhausted"] for run in runs),
         "valid": all(run["valid"] for run in runs),
-        "invalid_rounds": [number for number, run in enumerate(runs, 1) if not run["valid"]],
+        "invalid_rounds": sorted({run["round"] for run in runs if not run["valid"]}),
         "extra_attempts": sum(run["attempts"] - 1 for run in runs),
-        "unsaturated_rounds": [n for n, run in enumerate(runs, 1) if not run["saturated"]],
+        "unsaturated_rounds": sorted({run["round"] for run in runs if not run["saturated"]}),
     }
     if "rps_ratio" in runs[0]:
         # Rounds in which a run never loaded the machine, even after --attempts, are left out.
@@ -478,11 +478,10 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def print_table(results: list[dict[str, Any]]) -> None:
-    rounds = max(row["rounds"] for row in results)
+def print_table(results: list[dict[str, Any]], rounds: int) -> None:
     print(
-        f"medians over {rounds} round(s); ratios against the same round's hello-world, "
-        "then the median and the range of those"
+        f"medians over {rounds} round(s); each run's ratios against the mean of the "
+        "hello-world runs either side of it, then the median and the range of those"
     )
     header = (
         f"{'scenario':<8} {'req/s':>9} {'p99 ms':>8} {'rps ratio':>10} {'min-max':>11} "
@@ -519,6 +518,87 @@ def print_table(results: list[dict[str, Any]]) -> None:
                 f"{row['scenario']}: rounds {row['unsaturated_rounds']} never loaded the machine "
                 "within --attempts and are left out of its ratios"
             )
+
+
+def schedule(others: list[str], rounds: int) -> list[tuple[int, str]]:
+    """(round, scenario) in the order they run: hello-world before every scenario, and last.
+
+    Every scenario run thus sits between two hello-world runs made seconds before and after
+    it, whose mean is its baseline: a machine that slows down or speeds up over a minute (a
+    noisy neighbour on a VM) moves both sides of the ratio alike.
+    """
+    order = [
+        (n, name) for n in range(1, rounds + 1) for other in others for name in ("hello", other)
+    ]
+    return [*order, (rounds, "hello")]
+
+
+def bracket(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The hello-world runs either side of a scenario run, as one baseline (their means)."""
+    return {
+        "rps": (before["rps"] + after["rps"]) / 2,
+        "p99_ms": (before["p99_ms"] + after["p99_ms"]) / 2,
+        "saturated": before["saturated"] and after["saturated"],
+    }
+
+
+def run_schedule(
+    opts: argparse.Namespace,
+    wrk: str,
+    pps: Pps,
+    workdir: Path,
+    hello_url: str,
+    others: list[str],
+) -> list[dict[str, Any]]:
+    """Every run of :func:`schedule`, each a warm-up and a measured run, summarised.
+
+    A scenario's ratios are filled in once the hello-world run after it is done.
+    """
+    runs: list[dict[str, Any]] = []
+    pending: dict[str, Any] | None = None  # the scenario run waiting for its second baseline
+    fastest_hello = 0.0
+    for number, name in schedule(others, opts.rounds):
+        print(f"  round {number}/{opts.rounds}: {name} ...", flush=True)
+        # Every /auth request spends a token: deal out more than a run can use, sized on the
+        # fastest hello-world so far (a disturbed run can't starve the next), and signed
+        # afresh each run: no token is ever used twice.
+        per_second = max(fastest_hello, 1000.0) * opts.token_factor
+        if opts.warmup:
+            tokens = math.ceil(per_second * opts.warmup)
+            tag = f"r{number}-{len(runs)}-warmup"
+            url, lua_args = scenario_args(name, pps, workdir, opts, tokens, tag, hello_url)
+            warm = run_wrk(wrk, opts, url, opts.warmup, lua_args)
+            remove_tokens(workdir / f"tokens-{tag}-", opts.threads)
+            if name == "hello":  # before the first run the warm-up is all there is to size on
+                warm_rps = warm["requests"] / max(warm["duration_us"] / 1e6, 1e-3)
+                per_second = max(per_second, warm_rps * opts.token_factor)
+        elif not fastest_hello:  # nothing measured yet: be generous
+            per_second = 10_000 * opts.token_factor
+        tokens = math.ceil(per_second * opts.duration)
+        args_for = partial(scenario_args, name, pps, workdir, opts, tokens, hello_url=hello_url)
+        raw = measured_run(wrk, opts, args_for, f"r{number}-{len(runs)}-run", workdir)
+        if name == "auth":
+            raw["tokens_dealt"] = tokens
+        if name != "hello":
+            pending = {"name": name, "raw": raw, "before": runs[-1], "round": number}
+            continue
+        run = summarise(name, raw, None)
+        run["round"] = number
+        fastest_hello = max(fastest_hello, run["rps"])
+        if pending is not None:
+            scenario = summarise(pending["name"], pending["raw"], bracket(pending["before"], run))
+            scenario["round"] = pending["round"]
+            runs.append(scenario)
+            print(
+                f"    {scenario['scenario']} {scenario['rps']:.0f} req/s, "
+                f"{scenario['rps_ratio']:.2f} of hello-world's "
+                f"{pending['before']['rps']:.0f} before and {run['rps']:.0f} after"
+                + ("" if scenario["valid"] else " INVALID"),
+                flush=True,
+            )
+            pending = None
+        runs.append(run)
+    return runs
 
 
 def git_revision() -> str | None:
@@ -570,74 +650,14 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-        rounds: list[list[dict[str, Any]]] = []
-        fastest_hello = 0.0
-        for number in range(1, opts.rounds + 1):
-            print(f"round {number}/{opts.rounds}", flush=True)
-            runs: list[dict[str, Any]] = []
-            baseline: dict[str, Any] | None = None
-            for name in scenarios:
-                print(f"  running {name} ...", flush=True)
-                per_second = max(fastest_hello, 1000.0) * opts.token_factor
-                if name == "hello":
-                    if opts.warmup:
-                        warm = run_wrk(
-                            wrk, opts, hello_url, opts.warmup, [f"expected={EXPECTED[name]}"]
-                        )
-                        # Before the first round the warm-up is all there is to size on.
-                        warm_rps = warm["requests"] / max(warm["duration_us"] / 1e6, 1e-3)
-                        per_second = max(per_second, warm_rps * opts.token_factor)
-                    elif not fastest_hello:  # nothing measured yet: be generous
-                        per_second = 10_000 * opts.token_factor
-                    tokens = math.ceil(per_second * opts.duration)
-                    args_for = partial(
-                        scenario_args, name, pps, workdir, opts, tokens, hello_url=hello_url
-                    )
-                    raw = measured_run(wrk, opts, args_for, f"r{number}-hello", workdir)
-                    baseline = summarise(name, raw, None)
-                    baseline["round"] = number
-                    fastest_hello = max(fastest_hello, baseline["rps"])
-                    runs.append(baseline)
-                    continue
-                assert baseline is not None
-                # Every /auth request spends a token: deal out more than this run can use,
-                # sized on the fastest hello-world so far (a disturbed round can't starve
-                # the next), and signed afresh each run: no token is ever used twice.
-                if opts.warmup:
-                    tokens = math.ceil(per_second * opts.warmup)
-                    tag = f"r{number}-warmup"
-                    url, lua_args = scenario_args(name, pps, workdir, opts, tokens, tag)
-                    run_wrk(wrk, opts, url, opts.warmup, lua_args)
-                    remove_tokens(workdir / f"tokens-{tag}-", opts.threads)
-                tokens = math.ceil(per_second * opts.duration)
-                args_for = partial(
-                    scenario_args, name, pps, workdir, opts, tokens, hello_url=hello_url
-                )
-                raw = measured_run(wrk, opts, args_for, f"r{number}-run", workdir)
-                if name == "auth":
-                    raw["tokens_dealt"] = tokens
-                run = summarise(name, raw, baseline)
-                run["round"] = number
-                runs.append(run)
-            rounds.append(runs)
-            print(
-                "  "
-                + ", ".join(
-                    f"{run['scenario']} {run['rps']:.0f} req/s"
-                    + (f" ({run['rps_ratio']:.2f})" if run.get("rps_ratio") is not None else "")
-                    + ("" if run["valid"] else " INVALID")
-                    for run in runs
-                ),
-                flush=True,
-            )
-
+        runs = run_schedule(opts, wrk, pps, workdir, hello_url, scenarios[1:])
+        rounds = [[run for run in runs if run["round"] == n] for n in range(1, opts.rounds + 1)]
         results = [
-            aggregate(name, [runs[index] for runs in rounds])
-            for index, name in enumerate(scenarios)
+            aggregate(name, [run for run in runs if run["scenario"] == name]) for name in scenarios
         ]
 
     print()
-    print_table(results)
+    print_table(results, opts.rounds)
     report = {
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git": git_revision(),

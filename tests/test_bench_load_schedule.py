@@ -1,0 +1,75 @@
+"""The load benchmark's bookkeeping: which runs form a scenario's baseline, and its ratios.
+
+The benchmark itself is run by hand; its schedule and arithmetic are plain functions, so a
+change that pairs a scenario with the wrong hello-world runs fails here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import load
+
+
+def _raw(requests: int, p99_us: int, *, unexpected: int = 0) -> dict[str, Any]:
+    return {
+        "requests": requests,
+        "duration_us": 1_000_000,
+        "latency_us": {"p50": p99_us // 2, "p99": p99_us},
+        "socket_errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0},
+        "expected_status": 302,
+        "unexpected": unexpected,
+        "first_unexpected": 500 if unexpected else 0,
+        "exhausted": 0,
+    }
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 5])
+def test_every_scenario_run_sits_between_two_hello_world_runs(rounds: int) -> None:
+    order = load.schedule(["auth", "file", "user"], rounds)
+    names = [name for _, name in order]
+    assert names[0] == names[-1] == "hello"
+    for index, name in enumerate(names):
+        if name != "hello":
+            assert names[index - 1] == names[index + 1] == "hello"
+    for scenario in ("auth", "file", "user"):
+        assert [n for n, name in order if name == scenario] == list(range(1, rounds + 1))
+    assert names.count("hello") == 3 * rounds + 1
+
+
+def test_a_scenario_is_measured_against_the_mean_of_its_neighbours() -> None:
+    before = load.summarise("hello", _raw(4000, 20_000), None)
+    after = load.summarise("hello", _raw(3000, 30_000), None)
+    run = load.summarise("auth", _raw(2800, 50_000), load.bracket(before, after))
+    assert run["rps_ratio"] == pytest.approx(2800 / 3500)
+    assert run["p99_ratio"] == pytest.approx(50 / 25)
+    assert run["meets_target"] is True
+    slow = load.summarise("auth", _raw(2400, 50_000), load.bracket(before, after))
+    assert slow["meets_target"] is False
+
+
+def test_a_ratio_counts_only_when_both_neighbours_loaded_the_machine() -> None:
+    before = load.summarise("hello", _raw(4000, 20_000), None)
+    idle = {**load.summarise("hello", _raw(1900, 20_000), None), "saturated": False}
+    assert load.bracket(before, idle)["saturated"] is False
+    assert load.bracket(before, before)["saturated"] is True
+
+
+def test_aggregate_names_rounds_not_positions() -> None:
+    hello = load.summarise("hello", _raw(4000, 20_000), None)
+    runs = []
+    for number, unexpected in ((1, 0), (2, 3), (3, 0)):
+        run = load.summarise("auth", _raw(3000, 20_000, unexpected=unexpected), hello)
+        run["round"] = number
+        runs.append(run)
+    row = load.aggregate("auth", runs)
+    assert row["invalid_rounds"] == [2]
+    assert row["valid"] is False
+    assert row["rps_ratio"] == pytest.approx(0.75)
+    assert row["rps_ratio_per_round"] == pytest.approx([0.75, 0.75, 0.75])
