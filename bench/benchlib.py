@@ -137,9 +137,11 @@ def spawned(
 
 @contextmanager
 def redis_server(workdir: Path, *, transport: str = "tcp") -> Iterator[str]:
-    """A throw-away redis-server; yields its URL.
+    """A throw-away redis-server, persisted as README's Deployment asks; yields its URL.
 
-    ``transport`` is ``tcp`` (a free port on 127.0.0.1) or ``unix`` (a socket file in
+    It keeps every nonce as production must (``appendonly yes``, fsync every second, and
+    ``noeviction``), so the benchmarks pay the append-only file's writes as a deployment
+    does. ``transport`` is ``tcp`` (a free port on 127.0.0.1) or ``unix`` (a socket file in
     ``workdir``, as a Redis on the same host as pps is best reached).
     """
     binary = shutil.which("redis-server")
@@ -149,7 +151,8 @@ def redis_server(workdir: Path, *, transport: str = "tcp") -> Iterator[str]:
         )
     port = free_port()
     args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-    args += ["--appendonly", "no", "--dir", str(workdir)]
+    args += ["--appendonly", "yes", "--appendfsync", "everysec"]
+    args += ["--maxmemory-policy", "noeviction", "--dir", str(workdir)]
     socket_path = workdir / "redis.sock"
     if transport == "unix":
         args += ["--unixsocket", str(socket_path), "--unixsocketperm", "700"]
