@@ -12,6 +12,7 @@ status other than the one expected, so an error page can never pass for a fast a
   auth   GET /auth?jwt=<fresh token every request>       (expects 302)
   file   GET /api-ext/files/draft/<hash>/print?jwt=...   (reusable token, expects 302)
   user   POST /api-ext/user with the bearer key          (expects 201)
+  naive  GET /auth?jwt=... on bench/naive.py             (only when asked for; expects 302)
 
 The machine may be noisy, so every scenario runs ``--rounds`` times, each time between two
 hello-world runs (H auth H file H user H auth ... H), and each of its ratios is taken
@@ -50,14 +51,16 @@ from benchlib import BENCH, BIN, GUNICORN_CONF, ROOT
 
 LUA = BENCH / "wrk" / "scenario.lua"
 RESULTS = BENCH / "results"
-SCENARIOS = ("hello", "auth", "file", "user")
+SCENARIOS = ("hello", "auth", "file", "user", "naive")
+#: Run when no --scenario is given; ``naive`` is a reference, asked for by name.
+DEFAULT_SCENARIOS = ("auth", "file", "user")
 #: Minimum requests/s as a share of hello-world's, from the issue.
 TARGETS = {"auth": 0.70, "file": 0.70}
 #: A measured run that leaves more than this share of the CPUs idle did not load the machine:
 #: typically every connection of the run landed on one gunicorn worker, whose GIL holds it
 #: to one core. It is no sample of throughput under load, so it is run again.
 MAX_IDLE = 0.10
-EXPECTED = {"hello": 200, "auth": 302, "file": 302, "user": 201}
+EXPECTED = {"hello": 200, "auth": 302, "file": 302, "user": 201, "naive": 302}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -252,6 +255,36 @@ def gunicorn_args(opts: argparse.Namespace, app: str, *extra: str) -> list[str]:
     return [*args, app]
 
 
+def start_naive(stack: ExitStack, opts: argparse.Namespace, pps: Pps, logs: dict[str, Path]) -> str:
+    """The issue's naive ``/auth`` (bench/naive.py) under the same gunicorn config; its URL.
+
+    It verifies pps's own login tokens with the client's key and claims their ``jti`` in the
+    same Redis, under a prefix of its own: the reference the issue's 46 % was measured on.
+    """
+    port = benchlib.free_port()
+    logs["naive"] = pps.workdir / "gunicorn-naive.log"
+    env = {
+        **pps.env,
+        "PPS_BIND": f"127.0.0.1:{port}",
+        "NAIVE_REDIS_URL": pps.env["PPS_REDIS_URL"],
+        "NAIVE_CLIENT": pps.client,
+        "NAIVE_API_KEY": pps.api_key,
+    }
+    proc = stack.enter_context(
+        benchlib.spawned(
+            gunicorn_args(opts, "naive_wsgi:app", "--pythonpath", str(BENCH)),
+            log=logs["naive"],
+            env=env,
+        )
+    )
+    url = f"http://127.0.0.1:{port}/"
+    wait_ready(url, proc, port, logs["naive"])
+    status, body = http("GET", f"{url}auth?jwt={pps.login_token(uuid.uuid4().hex)}")
+    if status != EXPECTED["naive"]:
+        raise SystemExit(f"naive: expected {EXPECTED['naive']}, got {status}: {body[:300]!r}")
+    return url
+
+
 def wait_ready(url: str, proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
     try:
         benchlib.wait_for_port(port, proc)
@@ -374,6 +407,7 @@ def scenario_args(
     tokens: int,
     tag: str,
     hello_url: str = "",
+    naive_url: str = "",
 ) -> tuple[str, list[str]]:
     """(URL, Lua arguments) of one run of ``name``.
 
@@ -381,12 +415,13 @@ def scenario_args(
     it ignores): the same bytes for wrk to write, so the baseline pays the same client cost.
     """
     expected = f"expected={EXPECTED[name]}"
-    if name in ("hello", "auth"):
+    if name in ("hello", "auth", "naive"):
         prefix = workdir / f"tokens-{tag}-"
         write_tokens(pps, prefix, tokens, opts.threads, f"{tag}-{uuid.uuid4().hex[:8]}")
         if name == "hello":
             return hello_url, [expected, "path=/?jwt=", f"tokens={prefix}"]
-        return f"{pps.base_url}/auth", [expected, "path=/auth?jwt=", f"tokens={prefix}"]
+        base = pps.base_url if name == "auth" else naive_url.rstrip("/")
+        return f"{base}/auth", [expected, "path=/auth?jwt=", f"tokens={prefix}"]
     if name == "file":
         return f"{pps.base_url}{pps.file_path}?jwt={pps.file_token}", [expected]
     if name == "user":
@@ -547,7 +582,7 @@ def run_schedule(
     wrk: str,
     pps: Pps,
     workdir: Path,
-    hello_url: str,
+    urls: dict[str, str],
     others: list[str],
 ) -> list[dict[str, Any]]:
     """Every run of :func:`schedule`, each a warm-up and a measured run, summarised.
@@ -566,7 +601,7 @@ def run_schedule(
         if opts.warmup:
             tokens = math.ceil(per_second * opts.warmup)
             tag = f"r{number}-{len(runs)}-warmup"
-            url, lua_args = scenario_args(name, pps, workdir, opts, tokens, tag, hello_url)
+            url, lua_args = scenario_args(name, pps, workdir, opts, tokens, tag, **urls)
             warm = run_wrk(wrk, opts, url, opts.warmup, lua_args)
             remove_tokens(workdir / f"tokens-{tag}-", opts.threads)
             if name == "hello":  # before the first run the warm-up is all there is to size on
@@ -575,9 +610,9 @@ def run_schedule(
         elif not fastest_hello:  # nothing measured yet: be generous
             per_second = 10_000 * opts.token_factor
         tokens = math.ceil(per_second * opts.duration)
-        args_for = partial(scenario_args, name, pps, workdir, opts, tokens, hello_url=hello_url)
+        args_for = partial(scenario_args, name, pps, workdir, opts, tokens, **urls)
         raw = measured_run(wrk, opts, args_for, f"r{number}-{len(runs)}-run", workdir)
-        if name == "auth":
+        if name in ("auth", "naive"):
             raw["tokens_dealt"] = tokens
         if name != "hello":
             pending = {"name": name, "raw": raw, "before": runs[-1], "round": number}
@@ -615,7 +650,7 @@ def git_revision() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     wrk = require_tools(opts.gunicorn_config)
-    scenarios = ["hello", *(opts.scenario or [s for s in SCENARIOS if s != "hello"])]
+    scenarios = ["hello", *(opts.scenario or DEFAULT_SCENARIOS)]
     with ExitStack() as stack:
         workdir = Path(tempfile.mkdtemp(prefix="pps-bench-"))
         if not opts.keep:
@@ -642,6 +677,9 @@ def main(argv: list[str] | None = None) -> int:
         wait_ready(hello_url, hello_proc, hello_port, logs["hello"])
         pps.prepare_data()
         pps.smoke_test()
+        urls = {"hello_url": hello_url}
+        if "naive" in scenarios:
+            urls["naive_url"] = start_naive(stack, opts, pps, logs)
         workers = {name: booted_workers(log) for name, log in logs.items()}
         print(
             f"pps {pps.base_url} and hello-world {hello_url} under {opts.gunicorn_config}, "
@@ -650,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-        runs = run_schedule(opts, wrk, pps, workdir, hello_url, scenarios[1:])
+        runs = run_schedule(opts, wrk, pps, workdir, urls, scenarios[1:])
         rounds = [[run for run in runs if run["round"] == n] for n in range(1, opts.rounds + 1)]
         results = [
             aggregate(name, [run for run in runs if run["scenario"] == name]) for name in scenarios

@@ -73,3 +73,9 @@ def test_aggregate_names_rounds_not_positions() -> None:
     assert row["valid"] is False
     assert row["rps_ratio"] == pytest.approx(0.75)
     assert row["rps_ratio_per_round"] == pytest.approx([0.75, 0.75, 0.75])
+
+
+def test_every_scenario_has_an_expected_status_and_naive_runs_only_when_asked() -> None:
+    assert set(load.EXPECTED) == set(load.SCENARIOS)
+    assert "naive" not in load.DEFAULT_SCENARIOS
+    assert set(load.DEFAULT_SCENARIOS) == {"auth", "file", "user"}
