@@ -255,30 +255,46 @@ def gunicorn_args(opts: argparse.Namespace, app: str, *extra: str) -> list[str]:
     return [*args, app]
 
 
+def start_bench_app(
+    stack: ExitStack,
+    opts: argparse.Namespace,
+    pps: Pps,
+    logs: dict[str, Path],
+    name: str,
+    module: str,
+    env: dict[str, str] | None = None,
+) -> str:
+    """A reference app of bench/ (``module``) under pps's gunicorn config, ready; its URL.
+
+    It runs on a free port of its own with pps's environment plus ``env``, logs to
+    ``logs[name]``, and stops with ``stack``.
+    """
+    port = benchlib.free_port()
+    logs[name] = pps.workdir / f"gunicorn-{name}.log"
+    proc = stack.enter_context(
+        benchlib.spawned(
+            gunicorn_args(opts, module, "--pythonpath", str(BENCH)),
+            log=logs[name],
+            env={**pps.env, **(env or {}), "PPS_BIND": f"127.0.0.1:{port}"},
+        )
+    )
+    url = f"http://127.0.0.1:{port}/"
+    wait_ready(url, proc, port, logs[name])
+    return url
+
+
 def start_naive(stack: ExitStack, opts: argparse.Namespace, pps: Pps, logs: dict[str, Path]) -> str:
     """The issue's naive ``/auth`` (bench/naive.py) under the same gunicorn config; its URL.
 
     It verifies pps's own login tokens with the client's key and claims their ``jti`` in the
     same Redis, under a prefix of its own: the reference the issue's 46 % was measured on.
     """
-    port = benchlib.free_port()
-    logs["naive"] = pps.workdir / "gunicorn-naive.log"
     env = {
-        **pps.env,
-        "PPS_BIND": f"127.0.0.1:{port}",
         "NAIVE_REDIS_URL": pps.env["PPS_REDIS_URL"],
         "NAIVE_CLIENT": pps.client,
         "NAIVE_API_KEY": pps.api_key,
     }
-    proc = stack.enter_context(
-        benchlib.spawned(
-            gunicorn_args(opts, "naive_wsgi:app", "--pythonpath", str(BENCH)),
-            log=logs["naive"],
-            env=env,
-        )
-    )
-    url = f"http://127.0.0.1:{port}/"
-    wait_ready(url, proc, port, logs["naive"])
+    url = start_bench_app(stack, opts, pps, logs, "naive", "naive_wsgi:app", env)
     status, body = http("GET", f"{url}auth?jwt={pps.login_token(uuid.uuid4().hex)}")
     if status != EXPECTED["naive"]:
         raise SystemExit(f"naive: expected {EXPECTED['naive']}, got {status}: {body[:300]!r}")
@@ -659,22 +675,12 @@ def main(argv: list[str] | None = None) -> int:
 
         pps = Pps(workdir, redis_url)
         pps.prepare_database()
-        hello_port = benchlib.free_port()
-        hello_env = {**pps.env, "PPS_BIND": f"127.0.0.1:{hello_port}"}
-        logs = {"pps": workdir / "gunicorn-pps.log", "hello": workdir / "gunicorn-hello.log"}
+        logs = {"pps": workdir / "gunicorn-pps.log"}
         pps_proc = stack.enter_context(
             benchlib.spawned(gunicorn_args(opts, "wsgi:app"), log=logs["pps"], env=pps.env)
         )
-        hello_proc = stack.enter_context(
-            benchlib.spawned(
-                gunicorn_args(opts, "hello:app", "--pythonpath", str(BENCH)),
-                log=logs["hello"],
-                env=hello_env,
-            )
-        )
+        hello_url = start_bench_app(stack, opts, pps, logs, "hello", "hello:app")
         wait_ready(f"{pps.base_url}/", pps_proc, pps.port, logs["pps"])
-        hello_url = f"http://127.0.0.1:{hello_port}/"
-        wait_ready(hello_url, hello_proc, hello_port, logs["hello"])
         pps.prepare_data()
         pps.smoke_test()
         urls = {"hello_url": hello_url}
