@@ -168,12 +168,12 @@ def test_a_draft_that_cannot_render_fails_with_a_message_and_the_rest_go_on(
     ]
 
 
+# Only a queued job can lose its draft: the thread may start at once.
+@pytest.mark.parametrize("worker_mode", ["rq"])
 def test_a_draft_deleted_after_submission_fails(
     app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, worker_mode: str
 ) -> None:
     draft = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
-    if worker_mode == "thread":
-        pytest.skip("the thread may start at once; only a queued job can lose its draft")
     processing_id = submit(api, [draft.draft_hash])
     assert repo.delete_draft(tenant.identifier, draft.draft_hash)
     run_jobs(app, worker_mode)
@@ -377,11 +377,11 @@ def test_other_tenants_processing_id_is_404(
     assert_error(other_api.get(f"{URL}/{processing_id}"), 404)
 
 
+# Only the RQ queue can be down.
+@pytest.mark.parametrize("worker_mode", ["rq"])
 def test_job_queue_down_is_503_and_nothing_is_kept(
     app_config: dict[str, Any], repo: SqlRepository, worker_mode: str
 ) -> None:
-    if worker_mode != "rq":
-        pytest.skip("only the RQ queue can be down")
     from app import create_app
     from pps.repository.sql import SqlRepository as Repo
 
@@ -415,11 +415,11 @@ def test_running_a_job_again_changes_nothing(
     assert snapshot_states(status(api, processing_id)) == ["processed"]
 
 
+# RQ's failure callback.
+@pytest.mark.parametrize("worker_mode", ["rq"])
 def test_a_dead_job_fails_what_is_unfinished_and_says_so(
     app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, worker_mode: str
 ) -> None:
-    if worker_mode != "rq":
-        pytest.skip("RQ's failure callback")
     draft = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
     with receiver() as hook:
         processing_id = submit(api, [draft.draft_hash], hook.url)
