@@ -46,6 +46,7 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: $(INSTALLED)
 	$(BIN)/python bench/load.py $(ARGS)

@@ -1,5 +1,5 @@
 """The one module that builds the app: ``gunicorn wsgi:app``."""
 
-from app import create_app
+from pps.app import create_app
 
 app = create_app()

@@ -38,7 +38,7 @@ def parse_args() -> tuple[argparse.Namespace, argparse.Namespace]:
     parser.add_argument("after", nargs="?", help="git revision B (default: the working tree)")
     parser.add_argument("--cycles", type=int, default=6, help="cycles of A B H B A H (6)")
     parser.add_argument("-d", "--duration", type=int, default=5, help="seconds per run (5)")
-    parser.add_argument("--scenario", choices=("auth", "file"), default="auth")
+    parser.add_argument("--scenario", choices=("auth", "file", "preview"), default="auth")
     opts = parser.parse_args()
     if opts.cycles < 1:
         parser.error("--cycles must be at least 1")

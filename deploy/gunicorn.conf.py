@@ -50,6 +50,18 @@ worker_class = "gthread"
 workers = _int("PPS_WORKERS", min(2 * _cpus() + 1, 8))
 threads = _int("PPS_THREADS", 4)
 
+# Login and file tokens travel in the URL (/auth?jwt=..., /api-ext/files/...?jwt=...) and
+# shops sign tokens of up to 8 KB; a longer request line or header gets gunicorn's HTML
+# 414/431 page, which API clients cannot read. gunicorn silently lowers any request-line
+# limit above 8190 bytes to 8190, too little for such a URL, so the only setting that fits
+# is 0 (no limit of its own): nginx bounds the request line and each header line to 16 KB
+# (large_client_header_buffers in deploy/nginx.conf) and answers longer ones with JSON.
+# Without nginx in front (`make run`, local only) the request line is unbounded.
+limit_request_line = 0
+# One header line (name and value), e.g. an 8 KB token in a header or a cookie. Matches
+# nginx's 16 KB buffer, so whatever nginx lets through gunicorn accepts.
+limit_request_field_size = 16384
+
 # nginx keeps upstream connections open for 4 s (deploy/nginx.conf); gunicorn waits a bit
 # longer so that it is always nginx that closes an idle connection, never a race.
 keepalive = 5

@@ -2,68 +2,42 @@
 
 Both entry points share one command tree. The commands are :class:`flask.cli.AppGroup`
 commands, so each runs inside an app context: under ``flask`` the app comes from
-``--app``, under the ``pps`` console script from :func:`app.create_app` (settings from the
-environment). Commands reach repository and storage through ``current_app.extensions``.
+``--app``, under the ``pps`` console script (:mod:`pps.__main__`) from
+:func:`pps.app.create_app` (settings from the environment). Commands reach repository and
+storage through ``current_app.extensions``.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
 import json
 import re
-import secrets
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 import click
-import jwt
 import sqlalchemy as sa
-from flask import Flask, current_app
-from flask.cli import AppGroup, ScriptInfo
+from flask import current_app
+from flask.cli import AppGroup
 
+from pps.demo import DEMO_TEMPLATE_FILE, EXAMPLES_DIR, DemoError, seed_demo
 from pps.jobs.cli import worker
-from pps.models import Client, Draft, Template, User
+from pps.models import Client, Template
 from pps.redirects import origin_of
 from pps.repository import DuplicateIdentifier
 from pps.repository.sql import upgrade_database
 from pps.services import Services
-from pps.settings import SettingsError
 from pps.template_files import (
-    TemplateFile,
     TemplateFileError,
     UnknownClient,
     import_template,
     load_template_file,
 )
 
-__all__ = ["main", "pps_group"]
+__all__ = ["pps_group"]
 
-DEMO_CLIENT = "DemoShop"
-DEMO_CLIENT_NAME = "Demo shop"
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "templates"
-#: The demo draft's template: a card with pages, so the editor shows something to edit.
-DEMO_TEMPLATE_FILE = EXAMPLES_DIR / "business-card" / "template.json"
-DEMO_USER = {"first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.com"}
-#: The demo draft's apiDefaultValues: those of these keys its template has.
-DEMO_VALUES = {
-    # examples/templates/business-card
-    "name": "Ada Lovelace",
-    "title": "Analyst Programmer",
-    "phone": "+44 20 7946 0000",
-    "email": "ada@example.com",
-    "url": "https://example.com/ada",
-    # the minimal demo-card.json and templates like it
-    "firstName": "Ada",
-    "lastName": "Lovelace",
-    "jobTitle": "Analyst",
-}
-#: How long the printed demo login URL stays valid.
-DEMO_LOGIN_TTL = 24 * 3600
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MAX_NAME = 200
 
@@ -85,20 +59,6 @@ class PpsGroup(AppGroup):
 @click.group("pps", cls=PpsGroup)
 def pps_group() -> None:
     """Operate pps: the database, clients, templates and demo data."""
-
-
-def main() -> None:
-    """The ``pps`` console script: the same commands, on an app built from the environment."""
-
-    def create_app() -> Flask:
-        from app import create_app as factory
-
-        try:
-            return factory()
-        except SettingsError as exc:  # a readable line instead of a traceback
-            raise click.ClickException(str(exc)) from None
-
-    pps_group.main(prog_name="pps", obj=ScriptInfo(create_app=create_app, set_debug_flag=False))
 
 
 def _services() -> Services:
@@ -400,36 +360,16 @@ def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
     except TemplateFileError as exc:
         raise click.ClickException(str(exc)) from None
     services = _services()
-    settings = services.settings
-    client = _demo_client(services)
-    # Examples first, so the demo template counts as imported now when it is one of them.
-    examples = _demo_examples(services, client, examples_dir)
-    template = _demo_template(services, client, spec)
-    user, draft = _demo_user_and_draft(services, client, template)
-
-    now = int(time.time())
-    expires = now + DEMO_LOGIN_TTL
-    # Finish and Cancel come back to this service's home page, standing in for the shop.
-    callbacks = {
-        name: base64.b64encode(f"{settings.base_url}/?returned={step}".encode()).decode()
-        for name, step in (("callback", "finished"), ("callback_cancel", "cancelled"))
-    }
-    redirect = f"{settings.base_url}/editor/{draft.draft_hash}/edit?{urlencode(callbacks)}"
-    token = jwt.encode(
-        {
-            "client": client.identifier,
-            "user": user.identifier,
-            "redirect": redirect,
-            "iat": now,
-            "exp": expires,
-        },
-        client.api_key,
-        algorithm="HS256",
-        # The reference product documents jti in the JOSE header; a fresh one per run.
-        headers={"jti": secrets.token_urlsafe(16)},
-    )
-    login_url = f"{settings.base_url}/auth?jwt={token}"
-    expires_at = _timestamp(datetime.fromtimestamp(expires, UTC))
+    try:
+        data = seed_demo(
+            services.repository, services.storage, services.settings, spec, examples_dir
+        )
+    except DemoError as exc:
+        raise click.ClickException(str(exc)) from None
+    for line in data.warnings:
+        click.echo(line, err=True)
+    client, template, examples = data.client, data.template, data.examples
+    expires_at = _timestamp(data.expires_at)
     if as_json:
         _echo_json(
             {
@@ -438,16 +378,16 @@ def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
                 "template": template.identifier,
                 "examples": [
                     {
-                        "identifier": example.identifier,
-                        "name": example.name,
-                        "pageCount": example.page_count,
-                        "new": new,
+                        "identifier": example.template.identifier,
+                        "name": example.template.name,
+                        "pageCount": example.template.page_count,
+                        "new": example.new,
                     }
-                    for example, new in examples
+                    for example in examples
                 ],
-                "user": user.identifier,
-                "draft": draft.draft_hash,
-                "loginUrl": login_url,
+                "user": data.user.identifier,
+                "draft": data.draft.draft_hash,
+                "loginUrl": data.login_url,
                 "expiresAt": expires_at,
             }
         )
@@ -460,19 +400,19 @@ def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
     click.echo(f"  client    {client.identifier} ({client.name})")
     click.echo(f"  API key   {client.api_key}")
     click.echo(f"  template  {template.identifier} ({template.name})")
-    click.echo(f"  user      {user.identifier}")
-    click.echo(f"  draft     {draft.draft_hash}")
+    click.echo(f"  user      {data.user.identifier}")
+    click.echo(f"  draft     {data.draft.draft_hash}")
     if examples:
         click.echo("")
         click.echo(f"Example templates of {client.identifier} (from {examples_dir}):")
         rows = [
             (
-                example.identifier,
-                example.name,
-                _plural(example.page_count, "page"),
-                "imported now" if new else "",
+                example.template.identifier,
+                example.template.name,
+                _plural(example.template.page_count, "page"),
+                "imported now" if example.new else "",
             )
-            for example, new in examples
+            for example in examples
         ]
         width = [max(len(row[i]) for row in rows) for i in range(3)]
         for row in rows:
@@ -483,125 +423,7 @@ def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
         f"Open this URL to log in as the demo user and edit the draft. It works ONCE and "
         f"until {expires_at}; run 'pps demo' again for a fresh one:"
     )
-    click.echo(f"  {login_url}")
-
-
-def _demo_client(services: Services) -> Client:
-    repository = services.repository
-    client = repository.get_client(DEMO_CLIENT)
-    if client is not None:
-        return client
-    # Settings guarantee an http(s) base URL; it may carry a path, an origin does not.
-    origin = origin_of(services.settings.base_url)
-    try:
-        return repository.create_client(
-            DEMO_CLIENT_NAME, identifier=DEMO_CLIENT, allowed_origins=[origin] if origin else []
-        )
-    except DuplicateIdentifier:  # another 'pps demo' got there first
-        client = repository.get_client(DEMO_CLIENT)
-        assert client is not None
-        return client
-
-
-def _demo_template(services: Services, client: Client, spec: TemplateFile) -> Template:
-    repository = services.repository
-    if spec.identifier is not None:
-        existing = repository.get_template(client.identifier, spec.identifier)
-        if existing is not None:
-            return existing
-    try:
-        return import_template(repository, services.storage, client.identifier, spec)
-    except DuplicateIdentifier:  # another 'pps demo' got there first
-        assert spec.identifier is not None
-        existing = repository.get_template(client.identifier, spec.identifier)
-        assert existing is not None
-        return existing
-
-
-def _demo_examples(
-    services: Services, client: Client, directory: Path
-) -> list[tuple[Template, bool]]:
-    """Import every ``<name>/template.json`` below ``directory``; (template, imported now).
-
-    Idempotent: an identifier the client has already is skipped. A file without an
-    identifier gets its folder's name, so running again finds it. A broken example is
-    reported and skipped rather than keeping the demo from starting.
-    """
-    repository = services.repository
-    results: list[tuple[Template, bool]] = []
-    for path in sorted(directory.glob("*/template.json")):
-        try:
-            spec = load_template_file(path)
-        except TemplateFileError as exc:
-            click.echo(f"Warning: example {path} was not imported:", err=True)
-            for error in exc.errors:
-                click.echo(f"  {error}", err=True)
-            continue
-        if spec.identifier is None:
-            if not _IDENTIFIER.fullmatch(path.parent.name):
-                click.echo(f"Warning: example {path} needs an identifier; skipped.", err=True)
-                continue
-            spec = dataclasses.replace(spec, identifier=path.parent.name)
-        assert spec.identifier is not None
-        existing = repository.get_template(client.identifier, spec.identifier)
-        if existing is not None:
-            results.append((existing, False))
-            continue
-        try:
-            results.append(
-                (import_template(repository, services.storage, client.identifier, spec), True)
-            )
-        except DuplicateIdentifier:  # another 'pps demo' got there first
-            existing = repository.get_template(client.identifier, spec.identifier)
-            assert existing is not None
-            results.append((existing, False))
-    return results
-
-
-def _demo_user_and_draft(
-    services: Services, client: Client, template: Template
-) -> tuple[User, Draft]:
-    """The demo draft on ``template`` and its user, made when missing.
-
-    Demo drafts carry the custom attribute ``demo``. The user of an earlier demo draft on
-    another template (DemoCard, before the business card) gets a new draft on this one.
-    """
-    repository = services.repository
-    demo_user: User | None = None
-    for draft in _demo_drafts(services, client):
-        user = repository.get_user(client.identifier, draft.user_identifier)
-        if user is None:
-            continue
-        if draft.template_identifier == template.identifier:
-            return user, draft
-        demo_user = demo_user or user
-    if demo_user is None:
-        demo_user = repository.create_user(client.identifier, {**DEMO_USER, "locale": "en"})
-    values = {key: value for key, value in DEMO_VALUES.items() if key in template.data_keys}
-    new_draft = repository.create_draft(
-        client.identifier,
-        user_identifier=demo_user.identifier,
-        template_identifier=template.identifier,
-        intent="customize",
-        api_default_values=values,
-        custom_attributes={"demo": True},
-    )
-    if new_draft is None:  # the user or the template was deleted meanwhile
-        raise click.ClickException("The demo data changed while it was made; run 'pps demo' again.")
-    return demo_user, new_draft
-
-
-def _demo_drafts(services: Services, client: Client) -> list[Draft]:
-    """Every draft of the client marked ``demo``, oldest first."""
-    repository = services.repository
-    found: list[Draft] = []
-    page = 1
-    while True:
-        listed = repository.list_drafts(client.identifier, page=page, per_page=100)
-        found += [draft for draft in listed.items if draft.custom_attributes.get("demo") is True]
-        if page >= listed.last_page:
-            return found
-        page += 1
+    click.echo(f"  {data.login_url}")
 
 
 pps_group.add_command(worker)  # pps worker: batch print-file jobs (pps/jobs/cli.py)

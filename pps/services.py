@@ -8,10 +8,11 @@ import time
 from dataclasses import dataclass, field
 
 from pps.ephemeral import EphemeralStore, open_ephemeral
+from pps.jobs.processing import job_from_services, run_processing
 from pps.jobs.queue import JobQueue, open_job_queue
 from pps.models import Client
 from pps.repository import Repository
-from pps.repository.processing import SqlProcessingStore
+from pps.repository.processing import ProcessingStore, SqlProcessingStore
 from pps.repository.sql import SqlRepository
 from pps.settings import Settings
 from pps.storage import FileStorage, open_storage
@@ -70,23 +71,22 @@ class ClientCache:
 
 @dataclass
 class Services:
+    """Typed by the protocols callers rely on; :func:`build_services` picks the classes."""
+
     settings: Settings
-    repository: SqlRepository
+    repository: Repository
     ephemeral: EphemeralStore
     storage: FileStorage
+    processings: ProcessingStore
     clients: ClientCache = field(init=False)
-    processings: SqlProcessingStore = field(init=False)
     jobs: JobQueue = field(init=False)
 
     def __post_init__(self) -> None:
         self.clients = ClientCache(self.repository, self.settings.client_cache_ttl)
-        self.processings = SqlProcessingStore(self.repository.engine)
         self.jobs = open_job_queue(self.settings, self._run_processing)
 
     def _run_processing(self, client: str, processing_id: str) -> object:
         """The in-process worker's runner (without Redis); see :mod:`pps.jobs.queue`."""
-        from pps.jobs.processing import job_from_services, run_processing
-
         return run_processing(job_from_services(self), client, processing_id)
 
     def close(self) -> None:
@@ -98,9 +98,11 @@ class Services:
 def build_services(settings: Settings) -> Services:
     """Open the repository, the ephemeral store and file storage named by ``settings``."""
     settings.instance_path.mkdir(parents=True, exist_ok=True)
+    repository = SqlRepository(settings.resolved_database_url)
     return Services(
         settings=settings,
-        repository=SqlRepository(settings.resolved_database_url),
+        repository=repository,
         ephemeral=open_ephemeral(settings.redis_url, instance_path=settings.instance_path),
         storage=open_storage(settings.resolved_files_dir),
+        processings=SqlProcessingStore(repository.engine),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -32,15 +33,15 @@ def _raw(requests: int, p99_us: int, *, unexpected: int = 0) -> dict[str, Any]:
 
 @pytest.mark.parametrize("rounds", [1, 2, 5])
 def test_every_scenario_run_sits_between_two_hello_world_runs(rounds: int) -> None:
-    order = load.schedule(["auth", "file", "user"], rounds)
+    order = load.schedule(["auth", "file", "preview", "user"], rounds)
     names = [name for _, name in order]
     assert names[0] == names[-1] == "hello"
     for index, name in enumerate(names):
         if name != "hello":
             assert names[index - 1] == names[index + 1] == "hello"
-    for scenario in ("auth", "file", "user"):
+    for scenario in ("auth", "file", "preview", "user"):
         assert [n for n, name in order if name == scenario] == list(range(1, rounds + 1))
-    assert names.count("hello") == 3 * rounds + 1
+    assert names.count("hello") == 4 * rounds + 1
 
 
 def test_a_scenario_is_measured_against_the_mean_of_its_neighbours() -> None:
@@ -78,4 +79,24 @@ def test_aggregate_names_rounds_not_positions() -> None:
 def test_every_scenario_has_an_expected_status_and_naive_runs_only_when_asked() -> None:
     assert set(load.EXPECTED) == set(load.SCENARIOS)
     assert "naive" not in load.DEFAULT_SCENARIOS
-    assert set(load.DEFAULT_SCENARIOS) == {"auth", "file", "user"}
+    assert set(load.DEFAULT_SCENARIOS) == {"auth", "file", "preview", "user"}
+
+
+def test_file_scenarios_ask_for_their_endpoint_with_a_reusable_token(tmp_path: Path) -> None:
+    pps = SimpleNamespace(
+        base_url="http://127.0.0.1:1",
+        file_path="/api-ext/files/draft/abc/print",
+        file_token="file.token.sig",
+        preview_path="/api-ext/files/template/Tmpl1234/page-preview-thumb",
+        preview_token="preview.token.sig",
+    )
+    opts = load.parse_args([])
+    for name, path, token in (
+        ("file", pps.file_path, pps.file_token),
+        ("preview", pps.preview_path, pps.preview_token),
+    ):
+        url, lua_args = load.scenario_args(name, pps, tmp_path, opts, 0, name)  # type: ignore[arg-type]
+        assert url == f"{pps.base_url}{path}?jwt={token}"
+        assert lua_args == ["expected=302"]
+        assert load.TARGETS[name] == load.TARGETS["auth"]
+    assert list(tmp_path.iterdir()) == []  # a reusable token: no token files

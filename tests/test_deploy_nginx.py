@@ -25,6 +25,7 @@ import shutil
 import ssl
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
@@ -34,7 +35,16 @@ from typing import Any
 import pytest
 from conftest import free_port, missing_service, wait_for_port
 from PIL import Image
-from server_support import ROOT, Reply, Server, local_path, server_env, start_gunicorn, stop
+from server_support import (
+    ROOT,
+    Reply,
+    Server,
+    call,
+    local_path,
+    server_env,
+    start_gunicorn,
+    stop,
+)
 from test_e2e_gunicorn import Shop, shop_with_draft
 
 from pps.settings import Settings
@@ -56,6 +66,13 @@ def x_accel_prefix(config: str) -> str:
     found = re.search(r"location (/[^\s{]+)/ \{\s*internal;", config)
     assert found, "deploy/nginx.conf has no internal location for X-Accel-Redirect"
     return found.group(1)
+
+
+def header_buffer(config: str) -> int:
+    """The size of one of nginx's large header buffers: the longest request or header line."""
+    found = re.search(r"^\s*large_client_header_buffers \d+ (\d+)([km]?);", config, re.M)
+    assert found, "deploy/nginx.conf sets no large_client_header_buffers"
+    return int(found.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[found.group(2)]
 
 
 def body_limit(config: str) -> int:
@@ -514,6 +531,100 @@ def test_internal_location_is_not_reachable_from_outside(
         reply = shop.server.call("GET", path)
         assert reply.status == 404, (path, reply.status)
         assert stored_preview(deployment, shop) not in reply.body
+
+
+# -- long tokens -------------------------------------------------------------------------
+
+#: The longest token shops may sign (pps.tokens refuses longer ones): it must get through
+#: nginx and gunicorn in a URL with its path and other parameters, and in a header.
+TOKEN_LIMIT = 8192
+
+
+def padded_token(shop: Shop, claims: dict[str, Any], header: dict[str, Any] | None = None) -> str:
+    """A token signed like ``shop.sign`` of exactly :data:`TOKEN_LIMIT` characters, padded
+    with an extra claim (and a header parameter where base64 steps over the length)."""
+    bare = len(shop.sign({**claims, "pad": ""}, header))
+    for extra in range(4):
+        for size in range(max(0, (TOKEN_LIMIT - bare) * 3 // 4 - 8), TOKEN_LIMIT):
+            token = shop.sign({**claims, "pad": "x" * size}, {**(header or {}), "kid": "k" * extra})
+            if len(token) >= TOKEN_LIMIT:
+                break
+        if len(token) == TOKEN_LIMIT:
+            return token
+    raise AssertionError("no padding gives a token of exactly TOKEN_LIMIT characters")
+
+
+def test_header_buffers_of_nginx_fit_a_url_with_the_longest_token() -> None:
+    longest = len(f"GET /api-ext/files/draft/{'x' * 32}/image?jwt={'t' * TOKEN_LIMIT}")
+    assert header_buffer(SHIPPED) >= longest + 1024  # room for other parameters
+
+
+def test_login_with_the_longest_token_gets_through_to_the_app(shop: Shop) -> None:
+    token = padded_token(shop, shop.login_claims(), {"jti": uuid.uuid4().hex})
+    assert len(token) == TOKEN_LIMIT
+    reply = shop.server.call("GET", f"/auth?jwt={token}&lang=de&utm_source=shop")
+    assert reply.status == 302, reply.body
+    assert reply.header("Location") == shop.editor_url()
+
+
+def test_file_url_with_the_longest_token_gets_through_to_the_app(shop: Shop) -> None:
+    path = f"/api-ext/files/template/{shop.template}/page-preview-thumb"
+    now = int(time.time())
+    token = padded_token(shop, {"client": shop.client, "iat": now, "exp": now + 300})
+    reply = shop.server.call("GET", f"{path}?page=1&width=80&jwt={token}&nonce={'n' * 512}")
+    assert reply.status == 302, reply.body
+    assert (reply.header("Location") or "").startswith(f"{shop.server.base_url}/files/")
+
+
+def test_longest_token_in_a_header_gets_through_to_the_app(shop: Shop) -> None:
+    cookie = f"shop_session={'c' * 64}; jwt={'t' * TOKEN_LIMIT}; lang=de"
+    reply = shop.api(
+        "GET",
+        f"/api-ext/template/{shop.template}",
+        Cookie=cookie,
+        X_Shop_Token="s" * TOKEN_LIMIT,
+    )
+    assert reply.status == 200, reply.body
+    assert reply.json()["data"]["identifier"] == shop.template
+
+
+def test_gunicorn_alone_accepts_what_nginx_lets_through(deployment: Deployment) -> None:
+    """Lines just inside nginx's buffer reach the app, not gunicorn's HTML 414/431 page."""
+    room = header_buffer(SHIPPED) - 64
+    long_path = "/api-ext/nothing-here?q=" + "q" * room
+    reply = call(deployment.gunicorn_port, "GET", long_path, headers={"Accept": "application/json"})
+    assert_json_error(reply, 404)
+    reply = call(
+        deployment.gunicorn_port,
+        "GET",
+        "/api-ext/nothing-here",
+        headers={"Accept": "application/json", "X-Shop-Context": "h" * room},
+    )
+    assert_json_error(reply, 404)
+
+
+def test_url_over_the_limit_is_a_json_414(shop: Shop) -> None:
+    too_long = "t" * header_buffer(SHIPPED)
+    for path in (
+        f"/api-ext/files/template/{shop.template}/page-preview-thumb?jwt={too_long}",
+        f"/api-ext/template?page=1&filter={too_long}",
+        f"/auth?jwt={too_long}",  # JSON too: nginx has not read the path when it refuses
+    ):
+        assert_json_error(shop.server.call("GET", path), 414)
+
+
+def test_header_over_the_limit_is_a_json_431(shop: Shop) -> None:
+    too_long = "h" * header_buffer(SHIPPED)
+    reply = shop.api("GET", f"/api-ext/template/{shop.template}", X_Shop_Context=too_long)
+    assert_json_error(reply, 431)
+    reply = shop.api("GET", "/api-ext/client", Cookie=f"pps_session={too_long}")
+    assert_json_error(reply, 431)
+
+
+def test_error_locations_are_not_reachable_from_outside(shop: Shop) -> None:
+    for path in ("/_pps_errors/uri-too-long", "/_pps_errors/header-too-large"):
+        reply = shop.server.call("GET", path)
+        assert reply.status == 404, (path, reply.status)
 
 
 # -- errors nginx answers itself ---------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from pps.jobs.notify import Notifier, drain_time, open_notifier
 from pps.models import Draft, Template
@@ -30,9 +30,15 @@ from pps.repository.processing import (
     ProcessingStore,
 )
 from pps.settings import Settings
-from pps.storage import StoredFile
+from pps.storage import FileStorage, StoredFile
 
-__all__ = ["ProcessingJob", "fail_processing", "job_from_services", "run_processing"]
+__all__ = [
+    "JobServices",
+    "ProcessingJob",
+    "fail_processing",
+    "job_from_services",
+    "run_processing",
+]
 
 log = logging.getLogger("pps.jobs")
 
@@ -56,9 +62,25 @@ class ProcessingJob:
     """Seconds to wait at the end for the last notifications to be delivered."""
 
 
-def job_from_services(services: Any) -> ProcessingJob:
-    """A :class:`ProcessingJob` from a :class:`pps.services.Services` (typed loosely: the
-    services module imports this package)."""
+class JobServices(Protocol):
+    """What a job takes from :class:`pps.services.Services`, which builds the job queue and
+    so is not imported here. Read-only, so a concrete repository or store fits."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def repository(self) -> Repository: ...
+
+    @property
+    def storage(self) -> FileStorage: ...
+
+    @property
+    def processings(self) -> ProcessingStore: ...
+
+
+def job_from_services(services: JobServices) -> ProcessingJob:
+    """A :class:`ProcessingJob` rendering with ``services``' storage and settings."""
     from pps.rendering import render_draft_file
 
     settings: Settings = services.settings

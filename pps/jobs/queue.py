@@ -9,7 +9,10 @@
   file storage, and a job queued in a process that stops is lost (its drafts stay
   ``pending``). Good for development and small installations.
 
-No Flask here: the app passes a runner, the RQ worker builds services from settings.
+No Flask here: the app passes a runner, the RQ worker builds services from settings. The
+functions RQ calls live in :mod:`pps.worker`, beside the services they build (this package
+is imported by :mod:`pps.services`, so it names them by their import path, as RQ stores
+them anyway).
 """
 
 from __future__ import annotations
@@ -19,24 +22,24 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from pps.jobs.processing import JobServices
 from pps.settings import Settings, load_settings
-
-if TYPE_CHECKING:
-    from pps.services import Services
 
 __all__ = [
     "QUEUE_NAME",
+    "RQ_JOB",
+    "RQ_ON_FAILURE",
     "JobQueue",
     "JobQueueUnavailable",
     "RqJobQueue",
     "ThreadJobQueue",
+    "WorkerServices",
     "configure_worker",
     "open_job_queue",
-    "rq_failed",
-    "rq_process",
     "uses_redis",
+    "worker_services",
 ]
 
 log = logging.getLogger("pps.jobs")
@@ -49,6 +52,10 @@ JOB_TIMEOUT_PER_DRAFT = 60
 #: How long RQ keeps a finished job's record; the status itself lives in the database.
 RESULT_TTL = 3600
 FAILURE_TTL = 7 * 24 * 3600
+
+#: The functions RQ runs, by import path (see the module docstring).
+RQ_JOB = "pps.worker.rq_process"
+RQ_ON_FAILURE = "pps.worker.rq_failed"
 
 Runner = Callable[[str, str], object]
 
@@ -103,19 +110,25 @@ class RqJobQueue:
 
         try:
             self.queue.enqueue_call(
-                rq_process,
+                RQ_JOB,
                 args=(client, processing_id),
                 timeout=JOB_TIMEOUT_BASE + JOB_TIMEOUT_PER_DRAFT * draft_count,
                 result_ttl=RESULT_TTL,
                 failure_ttl=FAILURE_TTL,
                 description=f"pdf-processing {processing_id}",
-                on_failure=Callback(rq_failed),
+                on_failure=Callback(RQ_ON_FAILURE),
             )
         except redis.RedisError as exc:
             raise JobQueueUnavailable(str(exc)) from exc
 
     def close(self) -> None:
         self.connection.close()
+
+
+class WorkerServices(JobServices, Protocol):
+    """The services a worker process builds for its jobs (:class:`pps.services.Services`)."""
+
+    def close(self) -> None: ...
 
 
 class _WorkerState:
@@ -127,7 +140,7 @@ class _WorkerState:
 
     def __init__(self) -> None:
         self.settings: Settings | None = None
-        self.services: Services | None = None
+        self.services: WorkerServices | None = None
         self.owned = False
         self.pid = 0
         self.lock = threading.Lock()
@@ -136,7 +149,7 @@ class _WorkerState:
 _worker = _WorkerState()
 
 
-def configure_worker(settings: Settings | None, services: Services | None = None) -> None:
+def configure_worker(settings: Settings | None, services: WorkerServices | None = None) -> None:
     """Tell job functions which settings to build services from (``pps worker`` does this).
 
     ``services`` may be handed over for use in this very process (a non-forking worker).
@@ -152,40 +165,17 @@ def configure_worker(settings: Settings | None, services: Services | None = None
         _worker.pid = os.getpid() if services is not None else 0
 
 
-def worker_services() -> Services:
-    """The services of this worker process, built on first use after start or fork."""
-    from pps.services import build_services
-
+def worker_services(build: Callable[[Settings], WorkerServices]) -> WorkerServices:
+    """The services of this worker process, made by ``build`` on first use after start or
+    fork (unless ``configure_worker`` handed some over)."""
     with _worker.lock:
         pid = os.getpid()
         if _worker.services is None or _worker.pid != pid:
             settings = _worker.settings or load_settings()
-            _worker.services = build_services(settings)
+            _worker.services = build(settings)
             _worker.owned = True
             _worker.pid = pid
         return _worker.services
-
-
-def rq_process(client: str, processing_id: str) -> str:
-    """The RQ job: render the processing's drafts. Returns the outcome for ``rq info``."""
-    from pps.jobs.processing import job_from_services, run_processing
-
-    result = run_processing(job_from_services(worker_services()), client, processing_id)
-    if result is None:
-        return "not found"
-    return ", ".join(f"{item.draft_hash}: {item.state}" for item in result.drafts)
-
-
-def rq_failed(job: Any, connection: Any, exc_type: Any, exc_value: Any, traceback: Any) -> None:
-    """RQ's failure callback (job timeout, crashed work horse): fail what is unfinished."""
-    from pps.jobs.processing import fail_processing, job_from_services
-
-    try:
-        client, processing_id = job.args
-    except (TypeError, ValueError):
-        return
-    message = "Rendering was stopped: the job failed or took too long."
-    fail_processing(job_from_services(worker_services()), client, processing_id, message)
 
 
 # -- thread ------------------------------------------------------------------------------
