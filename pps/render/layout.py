@@ -1,7 +1,8 @@
 """Values -> what gets drawn: resolved texts, font sizes after shrink-to-fit, QR matrices.
 
 Everything that can refuse a value happens here, before any drawing, so the editor's
-:func:`validate_values` and the renderer agree: what validates renders.
+:func:`check_values` and the renderer agree: what validates renders. Refusals are
+:class:`~pps.render.problems.Problem` codes; :func:`validate_values` words them in English.
 """
 
 from __future__ import annotations
