@@ -1,6 +1,6 @@
 """Template files: the JSON an operator imports with ``pps template import``.
 
-Plain Python, no Flask. The format is the renderer's (see :mod:`pps.render.spec`: size,
+Plain Python, no Flask. The format is the renderer's (see :mod:`pps.render.parsing`: size,
 bleed, pages, backgrounds, elements); old files of the first issue still import::
 
     {

@@ -368,6 +368,23 @@ def test_german_validation_messages(
     assert field_error(page, 2) == "darf höchstens 30 Zeichen lang sein (jetzt 31)"
 
 
+def test_german_messages_for_the_renderers_problems(
+    client: FlaskClient, repo: SqlRepository, tenant: Client, user: User, draft: Draft
+) -> None:
+    """Problems the layout finds (glyphs the font lacks) are translated by code as well."""
+    log_in(client, tenant, user)
+    _, token = open_editor(client, edit_url(draft, "locale=de"))
+    response = client.post(edit_url(draft), data=form(token, headline="漢字"))
+    assert response.status_code == 422
+    page = response.get_data(as_text=True)
+    assert field_error(page, 0) == ("enthält Zeichen, die die Schrift nicht darstellen kann: 字漢")
+    assert "Bitte korrigieren Sie die markierten Felder" in page
+    english = client.post(edit_url(draft, "locale=en"), data=form(token, headline="漢字"))
+    assert field_error(english.get_data(as_text=True), 0) == (
+        "contains characters the font cannot show: 字漢"
+    )
+
+
 # -- saving ------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from reportlab.pdfgen.canvas import Canvas
 
 from pps.render import SpecError, parse_spec, validate_values
 from pps.render.fonts import BUILTIN_FONTS
-from pps.render.spec import CMYK, RGB, ColorBackground, PdfBackground, QrElement, TextElement
+from pps.render.model import CMYK, RGB, ColorBackground, PdfBackground, QrElement, TextElement
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "templates"
 

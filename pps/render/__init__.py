@@ -3,7 +3,8 @@
 Typical use::
 
     spec = parse_spec(json.loads(text), base_dir)           # SpecError lists every problem
-    errors = validate_values(spec, values, base_dir)         # for the editor, per DataKey
+    errors = validate_values(spec, values, base_dir)         # English, per DataKey
+    problems = check_values(spec, values, base_dir)          # codes, for the editor
     body, content_type = render_file("print", spec, values, base_dir)
 
 Every function is pure: the same spec, values, files and :data:`RENDER_VERSION` give the
@@ -20,10 +21,12 @@ from typing import Literal
 from pps.render.assets import AssetLoader, Assets, DirectoryAssets
 from pps.render.errors import AssetError, InvalidValues, RenderError, RenderOptionError, SpecError
 from pps.render.fonts import BUILTIN_FONTS
-from pps.render.layout import validate_values
+from pps.render.layout import check_values, validate_values
+from pps.render.model import Field, TemplateSpec
+from pps.render.parsing import parse_spec
 from pps.render.pdf import render_low_res_pdf, render_print_pdf
+from pps.render.problems import Code, Problem
 from pps.render.raster import MAX_PIXELS, image_size, render_png
-from pps.render.spec import Field, TemplateSpec, parse_spec
 
 __all__ = [
     "BUILTIN_FONTS",
@@ -33,15 +36,18 @@ __all__ = [
     "AssetError",
     "AssetLoader",
     "Assets",
+    "Code",
     "DirectoryAssets",
     "Field",
     "InvalidValues",
     "Kind",
+    "Problem",
     "RenderError",
     "RenderOptionError",
     "SpecError",
     "TemplateSpec",
     "cache_key",
+    "check_values",
     "image_size",
     "parse_spec",
     "render_file",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pps.render.problems import Problem, english, located
+
 __all__ = ["AssetError", "InvalidValues", "RenderError", "RenderOptionError", "SpecError"]
 
 
@@ -16,24 +18,28 @@ class RenderError(ValueError):
 
 
 class SpecError(RenderError):
-    """A template is invalid; ``errors`` lists every problem as ``path: message``.
+    """A template is invalid; ``problems`` lists every ``(path, problem)``, ``errors`` the
+    same in English as ``path: message``.
 
     All problems are collected before raising, so an operator fixes a file in one round.
     """
 
-    def __init__(self, errors: Sequence[str]) -> None:
-        self.errors = list(errors)
+    def __init__(self, problems: Sequence[tuple[str, Problem]]) -> None:
+        self.problems = list(problems)
+        self.errors = [located(path, problem) for path, problem in self.problems]
         super().__init__("; ".join(self.errors))
 
 
 class InvalidValues(RenderError):
-    """Values cannot be rendered as the template says; ``errors`` maps each DataKey to messages.
+    """Values cannot be rendered as the template says; ``problems`` maps each DataKey to its
+    problems, ``errors`` to the same in English.
 
     ``key`` is the first failing DataKey, for callers that only report one.
     """
 
-    def __init__(self, errors: Mapping[str, Sequence[str]]) -> None:
-        self.errors = {key: list(messages) for key, messages in errors.items()}
+    def __init__(self, problems: Mapping[str, Sequence[Problem]]) -> None:
+        self.problems = {key: list(found) for key, found in problems.items()}
+        self.errors = {key: [english(p) for p in found] for key, found in self.problems.items()}
         self.key = next(iter(self.errors), "")
         super().__init__(
             "; ".join(f"{key}: {message}" for key, msgs in self.errors.items() for message in msgs)

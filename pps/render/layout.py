@@ -1,7 +1,8 @@
 """Values -> what gets drawn: resolved texts, font sizes after shrink-to-fit, QR matrices.
 
 Everything that can refuse a value happens here, before any drawing, so the editor's
-:func:`validate_values` and the renderer agree: what validates renders.
+:func:`check_values` and the renderer agree: what validates renders. Refusals are
+:class:`~pps.render.problems.Problem` codes; :func:`validate_values` words them in English.
 """
 
 from __future__ import annotations
@@ -18,15 +19,24 @@ from reportlab.pdfbase.ttfonts import TTFont
 from pps.render.assets import AssetLoader, Assets, as_loader
 from pps.render.errors import AssetError, InvalidValues
 from pps.render.fonts import load_font
-from pps.render.spec import (
+from pps.render.model import (
     MAX_VALUE_LENGTH,
     Element,
     QrElement,
     TemplateSpec,
     TextElement,
 )
+from pps.render.problems import Code, Problem, english
 
-__all__ = ["Prepared", "QrMatrix", "TextLayout", "fit_problem", "prepare", "validate_values"]
+__all__ = [
+    "Prepared",
+    "QrMatrix",
+    "TextLayout",
+    "check_values",
+    "fit_problem",
+    "prepare",
+    "validate_values",
+]
 
 MM = 72 / 25.4
 _QR_LEVELS = {
@@ -56,12 +66,16 @@ class Prepared:
 
 
 class _Refused(Exception):
-    """A value cannot be drawn as the template says; the message is for the editor."""
+    """A value cannot be drawn as the template says; ``problem`` says why."""
+
+    def __init__(self, code: Code, **params: object) -> None:
+        self.problem = Problem(code, params)
+        super().__init__(english(self.problem))
 
 
-def validate_values(
+def check_values(
     spec: TemplateSpec, values: Mapping[str, object], assets: Assets | None = None
-) -> dict[str, list[str]]:
+) -> dict[str, list[Problem]]:
     """Problems with ``values`` per DataKey (empty when they render), for the editor.
 
     Checks strings, maximum length, required keys, characters the font lacks, fitting
@@ -69,8 +83,16 @@ def validate_values(
     fonts shipped with the template need ``assets``; without it they are left to render time.
     """
     loader = None if assets is None else as_loader(assets)
-    errors, _ = _check(spec, values, loader, range(len(spec.pages)), lenient_fonts=True)
-    return errors
+    problems, _ = _check(spec, values, loader, range(len(spec.pages)), lenient_fonts=True)
+    return problems
+
+
+def validate_values(
+    spec: TemplateSpec, values: Mapping[str, object], assets: Assets | None = None
+) -> dict[str, list[str]]:
+    """:func:`check_values` in English, as the API and the CLI report it."""
+    problems = check_values(spec, values, assets)
+    return {key: [english(problem) for problem in found] for key, found in problems.items()}
 
 
 def prepare(
@@ -93,7 +115,7 @@ def prepare(
     return prepared
 
 
-def fit_problem(element: Element, value: str, loader: AssetLoader | None) -> str | None:
+def fit_problem(element: Element, value: str, loader: AssetLoader | None) -> Problem | None:
     """Why ``value`` cannot be drawn in ``element``; None when it can."""
     try:
         if isinstance(element, TextElement):
@@ -101,7 +123,7 @@ def fit_problem(element: Element, value: str, loader: AssetLoader | None) -> str
         elif isinstance(element, QrElement):
             qr_matrix(value, element.error_correction)
     except _Refused as exc:
-        return str(exc)
+        return exc.problem
     return None
 
 
@@ -113,8 +135,8 @@ def _check(
     *,
     lenient_fonts: bool,
     allow_missing: bool = False,
-) -> tuple[dict[str, list[str]], Prepared]:
-    errors: dict[str, list[str]] = {}
+) -> tuple[dict[str, list[Problem]], Prepared]:
+    errors: dict[str, list[Problem]] = {}
     resolved: dict[str, str] = {}
     if not isinstance(values, Mapping):
         raise TypeError("values must be a mapping of DataKey to string")
@@ -125,15 +147,15 @@ def _check(
         if raw is None:
             value = field.default or ""
         elif not isinstance(raw, str):
-            problems.append(f"must be a string, got {type(raw).__name__}")
+            problems.append(Problem(Code.VALUE_NOT_STRING, {"type": type(raw).__name__}))
             continue
         else:
             value = raw
         limit = min(field.max_length or MAX_VALUE_LENGTH, MAX_VALUE_LENGTH)
         if len(value) > limit:
-            problems.append(f"must be at most {limit} characters, got {len(value)}")
+            problems.append(Problem(Code.VALUE_TOO_LONG, {"limit": limit, "length": len(value)}))
         elif field.required and not value.strip() and not allow_missing:
-            problems.append("is required")
+            problems.append(Problem(Code.VALUE_REQUIRED))
         else:
             resolved[field.key] = value
 
@@ -164,10 +186,9 @@ def _check(
                     raise
                 prepared.texts[where] = _layout(element, _clean(text, element.multiline), font)
             except _Refused as exc:
-                message = str(exc)
                 bucket = errors.setdefault(label, [])
-                if message not in bucket:
-                    bucket.append(message)
+                if exc.problem not in bucket:
+                    bucket.append(exc.problem)
     return {key: messages for key, messages in errors.items() if messages}, prepared
 
 
@@ -189,7 +210,7 @@ def _layout(element: TextElement, text: str, font: TTFont) -> TextLayout:
     missing = sorted({ch for ch in text if not ch.isspace() and ord(ch) not in _glyphs(font)})
     if missing:
         shown = "".join(missing[:10]) + ("..." if len(missing) > 10 else "")
-        raise _Refused(f"contains characters the font cannot show: {shown}")
+        raise _Refused(Code.VALUE_MISSING_GLYPHS, characters=shown)
     width = element.box.width * MM
     if not element.multiline:
         natural = font.stringWidth(text, element.size)
@@ -197,24 +218,24 @@ def _layout(element: TextElement, text: str, font: TTFont) -> TextLayout:
             return TextLayout(font=font, size=element.size, lines=(text,))
         if not element.shrink_to_fit:
             raise _Refused(
-                f"is too long for its box ({natural / MM:.1f} mm at {element.size:g} pt; "
-                f"the box is {element.box.width:g} mm wide)"
+                Code.VALUE_TOO_WIDE,
+                natural=natural / MM,
+                size=element.size,
+                width=element.box.width,
             )
         # Width grows linearly with size; step down in tenths to absorb rounding.
         size = math.floor(element.size * width / natural * 10) / 10
         while size >= element.min_size and font.stringWidth(text, size) > width + 1e-6:
             size = round(size - 0.1, 1)
         if size < element.min_size:
-            raise _Refused(
-                f"does not fit its box even at the smallest size ({element.min_size:g} pt)"
-            )
+            raise _Refused(Code.VALUE_NO_FIT, min_size=element.min_size)
         return TextLayout(font=font, size=size, lines=(text,))
 
     lines = _wrap(text, font, element.size, width)
     if _block_height(font, element, element.size, len(lines)) <= element.box.height * MM + 1e-6:
         return TextLayout(font=font, size=element.size, lines=lines)
     if not element.shrink_to_fit:
-        raise _Refused(f"needs {len(lines)} lines at {element.size:g} pt, more than its box holds")
+        raise _Refused(Code.VALUE_TOO_MANY_LINES, lines=len(lines), size=element.size)
     # Wrapping makes height a step function of size: search the largest size that fits.
     low, high = math.ceil(element.min_size * 10), math.floor(element.size * 10)
     best: tuple[str, ...] | None = None
@@ -226,7 +247,7 @@ def _layout(element: TextElement, text: str, font: TTFont) -> TextLayout:
         else:
             high = mid - 1
     if best is None:
-        raise _Refused(f"does not fit its box even at the smallest size ({element.min_size:g} pt)")
+        raise _Refused(Code.VALUE_NO_FIT, min_size=element.min_size)
     return TextLayout(font=font, size=high / 10, lines=best)
 
 
@@ -292,9 +313,7 @@ def qr_matrix(text: str, level: str) -> QrMatrix:
         if 4 + length_bits + data.bitlength <= capacity:
             break
     else:
-        raise _Refused(
-            f"is too long for a QR code ({len(data.data)} bytes; error correction {level})"
-        )
+        raise _Refused(Code.VALUE_QR_TOO_LONG, bytes=len(data.data), level=level)
     code = qrencoder.QRCode(version, correction)
     code.addData(data)
     code.make()

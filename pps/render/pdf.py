@@ -24,7 +24,7 @@ from pps.render.assets import AssetLoader, Assets, as_loader, sniff
 from pps.render.errors import AssetError
 from pps.render.fonts import DEFAULT_FONT, load_font
 from pps.render.layout import MM, Prepared, prepare
-from pps.render.spec import (
+from pps.render.model import (
     CMYK,
     Color,
     ColorBackground,

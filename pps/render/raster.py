@@ -15,8 +15,8 @@ from PIL import Image
 from pps.render.assets import Assets, as_loader
 from pps.render.errors import RenderOptionError
 from pps.render.layout import MM
+from pps.render.model import TemplateSpec
 from pps.render.pdf import RENDER_LOCK, render_page_pdf
-from pps.render.spec import TemplateSpec
 
 __all__ = ["DEFAULT_DPI", "MAX_PIXELS", "image_size", "render_png"]
 

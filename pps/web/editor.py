@@ -30,7 +30,16 @@ from pps.errors import NotFound, PayloadTooLarge, PpsError
 from pps.http_headers import PAGE_CSP
 from pps.models import DRAFT_STATES, Client, Draft, Template
 from pps.openapi import operation
-from pps.render import Field, InvalidValues, TemplateSpec, image_size, render_file, validate_values
+from pps.render import (
+    Field,
+    InvalidValues,
+    Problem,
+    TemplateSpec,
+    check_values,
+    image_size,
+    render_file,
+)
+from pps.render.problems import english
 from pps.rendering import StorageAssets, TemplateNotRenderable, render_draft_file, template_spec
 from pps.storage import StoredFile
 from pps.web import bp
@@ -72,6 +81,8 @@ _PREVIEW_WAIT_SECONDS = 10.0
 
 SESSION_LOCALE = "locale"
 SESSION_NOTICE = "editor_notice"
+#: Message codes a notice in the session may name (anything else there is ignored).
+_NOTICES = frozenset({"form.saved", "form.finished"})
 _CARRIED = (*CALLBACK_PARAMS, "callback_target", "locale")
 _TARGET_NAME = frozenset({"_self", "_top", "_parent", "_blank"})
 
@@ -281,7 +292,7 @@ def editor_page_image(draft_hash: str, page: int) -> Response:
         else:
             response = _png(_render(ctx, values, page, width))
     except InvalidValues as exc:
-        return _problem_json(ctx, exc.errors)
+        return _problem_json(ctx, exc.problems)
     # The URL names the draft's version (?v=), so a changed draft gets a new URL.
     response.headers["Cache-Control"] = "private, max-age=600"
     return response
@@ -379,7 +390,7 @@ def _take_notices(draft_hash: str) -> list[str]:
     notice = session.pop(SESSION_NOTICE, None)
     if isinstance(notice, dict) and notice.get("draft") == draft_hash:
         key = notice.get("key")
-        if isinstance(key, str) and key in LOCALES["en"]:
+        if isinstance(key, str) and key in _NOTICES:
             return [key]
     return []
 
@@ -401,14 +412,14 @@ def _check_form() -> None:
     check_csrf()
 
 
-def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[str]]:
+def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Problem]]:
     """What is wrong with ``values`` per DataKey: the renderer's checks, the same it renders by."""
-    errors: dict[str, list[str]] = {}
+    errors: dict[str, list[Problem]] = {}
     if ctx.spec is not None:
         assets = StorageAssets(
             services().storage, ctx.client.identifier, ctx.draft.template_identifier
         )
-        errors.update(validate_values(ctx.spec, values, assets))
+        errors.update(check_values(ctx.spec, values, assets))
     spec_keys = set(ctx.spec.data_keys) if ctx.spec is not None else set()
     errors.update(over_global_limit({k: v for k, v in values.items() if k not in spec_keys}))
     return errors
@@ -464,7 +475,7 @@ def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
     try:
         body = _render(ctx, values, page, width)
     except InvalidValues as exc:
-        return _problem_json(ctx, exc.errors)
+        return _problem_json(ctx, exc.problems)
     finally:
         _PREVIEW_RENDERS.release()
     response = _png(body)
@@ -482,22 +493,29 @@ def _render(ctx: EditorContext, values: dict[str, str], page: int, width: int) -
     return body
 
 
-def _problem_json(ctx: EditorContext, errors: dict[str, list[str]]) -> Response:
-    """422 for the script: per field index (as the form numbers them) the translated messages."""
+def _problem_json(ctx: EditorContext, errors: dict[str, list[Problem]]) -> Response:
+    """422 for the script: per field index (as the form numbers them) the translated messages;
+    ``errors`` per DataKey in English, as the API words them."""
     index = {field.key: position for position, field in enumerate(ctx.fields)}
     by_field = {
-        f"f-{index[key]}": [ctx.t.problem(message) for message in messages]
-        for key, messages in errors.items()
+        f"f-{index[key]}": [ctx.t.problem(problem) for problem in problems]
+        for key, problems in errors.items()
         if key in index
     }
     general = [
-        ctx.t.problem(message)
-        for key, messages in errors.items()
+        ctx.t.problem(problem)
+        for key, problems in errors.items()
         if key not in index
-        for message in messages
+        for problem in problems
     ]
+    english_errors = {key: [english(problem) for problem in found] for key, found in errors.items()}
     response = jsonify(
-        {"message": ctx.t("form.errors"), "errors": errors, "fields": by_field, "general": general}
+        {
+            "message": ctx.t("form.errors"),
+            "errors": english_errors,
+            "fields": by_field,
+            "general": general,
+        }
     )
     response.status_code = 422
     response.headers["Cache-Control"] = "no-store"
@@ -537,7 +555,7 @@ def _page(
     step: str,
     *,
     values: dict[str, str],
-    errors: dict[str, list[str]],
+    errors: dict[str, list[Problem]],
     status: int,
 ) -> Response:
     t = ctx.t
@@ -545,10 +563,10 @@ def _page(
     fields = field_views(ctx.fields, values, errors, t)
     known = {field.key for field in ctx.fields}
     general = [
-        t.problem(message)
-        for key, messages in errors.items()
+        t.problem(problem)
+        for key, problems in errors.items()
         if key not in known
-        for message in messages
+        for problem in problems
     ]
     notice_keys = _take_notices(draft.draft_hash)
     if draft.state == "finished" and "form.finished" not in notice_keys:

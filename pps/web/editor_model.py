@@ -15,8 +15,8 @@ from typing import Any
 from pps.callbacks import CALLBACK_PARAMS, vetted_callbacks
 from pps.models import Draft, Template
 from pps.redirects import origin_of
-from pps.render import Field, TemplateSpec
-from pps.render.spec import MAX_VALUE_LENGTH
+from pps.render import Code, Field, Problem, TemplateSpec
+from pps.render.model import MAX_VALUE_LENGTH
 from pps.web.i18n import Translator
 
 __all__ = [
@@ -107,10 +107,10 @@ def submitted_values(form: Mapping[str, str], fields: Iterable[Field]) -> dict[s
     return values
 
 
-def over_global_limit(values: Mapping[str, str]) -> dict[str, list[str]]:
+def over_global_limit(values: Mapping[str, str]) -> dict[str, list[Problem]]:
     """Problems for keys the renderer does not check (not in the spec): only the length."""
     return {
-        key: [f"must be at most {MAX_VALUE_LENGTH} characters, got {len(value)}"]
+        key: [Problem(Code.VALUE_TOO_LONG, {"limit": MAX_VALUE_LENGTH, "length": len(value)})]
         for key, value in values.items()
         if len(value) > MAX_VALUE_LENGTH
     }
@@ -145,7 +145,7 @@ class FieldView:
 def field_views(
     fields: Iterable[Field],
     values: Mapping[str, str],
-    errors: Mapping[str, list[str]],
+    errors: Mapping[str, list[Problem]],
     t: Translator,
 ) -> list[FieldView]:
     views = []
@@ -162,7 +162,7 @@ def field_views(
                 max_length=limit,
                 multiline=field.multiline,
                 hint=hint,
-                errors=[t.problem(message) for message in errors.get(field.key, [])],
+                errors=[t.problem(problem) for problem in errors.get(field.key, [])],
             )
         )
     return views

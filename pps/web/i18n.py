@@ -1,114 +1,34 @@
-"""The editor's interface language: a small dictionary per locale, no gettext machinery.
+"""The editor's interface language: gettext catalogues by message code, one per locale.
 
 ``locale=en|de`` on an editor URL picks the language and the session remembers it; anything
-else falls back to English. Messages are ``str.format`` templates; Jinja escapes the result.
+else falls back to English. Texts come from ``pps/translations/<locale>/LC_MESSAGES/
+messages.po`` by code (``form.save``; a problem's ``value.too_long``); placeholders are
+gettext's ``%(name)s``. Jinja escapes the result.
+
+Flask-Babel is not used: it loads compiled ``.mo`` files only (see :mod:`pps.translations`
+for why the catalogues are read from ``.po``) and picks one locale per request through a
+global selector, while the editor passes its locale explicitly (query, session, user).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-__all__ = ["DEFAULT_LOCALE", "LOCALES", "Translator", "normalize_locale", "translate_problem"]
+from pps.render import Problem
+from pps.translations import DEFAULT_LOCALE, LOCALES, translations
 
-DEFAULT_LOCALE = "en"
+__all__ = [
+    "DEFAULT_LOCALE",
+    "EDITOR_CONTEXT",
+    "LANGUAGE_NAMES",
+    "LOCALES",
+    "Translator",
+    "normalize_locale",
+]
 
-_EN: dict[str, str] = {
-    "editor.title": "Personalize",
-    "editor.design": "Design {hash}",
-    "editor.steps": "Editor steps",
-    "editor.skip": "Skip to the editor",
-    "step.edit": "Edit",
-    "step.preview": "Preview",
-    "state.label": "Status",
-    "state.init": "not edited yet",
-    "state.edited": "edited",
-    "state.finished": "finished",
-    "fields.legend": "Your texts",
-    "fields.none": "This template has nothing to personalize.",
-    "field.required": "required",
-    "field.max_length": "at most {limit} characters",
-    "form.save": "Save",
-    "form.save_preview": "Save and preview",
-    "form.finish": "Finish and return to shop",
-    "form.halt": "Save and continue later",
-    "form.saved": "Your changes are saved.",
-    "form.errors": "Please correct the marked fields. Nothing was saved.",
-    "form.finished": "This design is finished. You can still change it; "
-    "saving again marks it as edited.",
-    "preview.title": "Preview",
-    "preview.live": "Live preview",
-    "preview.hint": "The preview follows your typing. Save to keep your changes.",
-    "preview.page": "Page {page} of {pages}",
-    "preview.alt": "Preview of page {page} of {pages}",
-    "preview.updating": "Updating the preview…",
-    "preview.updated": "Preview updated.",
-    "preview.failed": "The preview could not be updated: {reason}",
-    "preview.busy": "Too many preview requests; the preview will catch up in a moment.",
-    "preview.back": "Back to editing",
-    "leave.cancel": "Cancel and return to shop",
-    "leave.halt": "Continue later (back to shop)",
-    "leave.refused": "{label}: not available, because {target} was not confirmed by the shop.",
-    "leave.invalid": "{label}: not available, because the shop's address for it "
-    "is not a web address.",
-    "leave.none": "{label}: not available, because the shop gave no address to return to.",
-    "language": "Language",
-    "problem.required": "is required",
-    "problem.too_long": "must be at most {limit} characters (now {length})",
-    "problem.other": "{message}",
-    "problem.general": "The design as a whole",
-}
-
-_DE: dict[str, str] = {
-    "editor.title": "Gestalten",
-    "editor.design": "Entwurf {hash}",
-    "editor.steps": "Schritte des Editors",
-    "editor.skip": "Zum Editor springen",
-    "step.edit": "Bearbeiten",
-    "step.preview": "Vorschau",
-    "state.label": "Status",
-    "state.init": "noch nicht bearbeitet",
-    "state.edited": "bearbeitet",
-    "state.finished": "fertiggestellt",
-    "fields.legend": "Ihre Texte",
-    "fields.none": "Diese Vorlage hat nichts zum Personalisieren.",
-    "field.required": "Pflichtfeld",
-    "field.max_length": "höchstens {limit} Zeichen",
-    "form.save": "Speichern",
-    "form.save_preview": "Speichern und Vorschau",
-    "form.finish": "Fertigstellen und zurück zum Shop",
-    "form.halt": "Speichern und später weitermachen",
-    "form.saved": "Ihre Änderungen sind gespeichert.",
-    "form.errors": "Bitte korrigieren Sie die markierten Felder. Es wurde nichts gespeichert.",
-    "form.finished": "Dieser Entwurf ist fertiggestellt. Sie können ihn noch ändern; "
-    "nach dem Speichern gilt er wieder als bearbeitet.",
-    "preview.title": "Vorschau",
-    "preview.live": "Live-Vorschau",
-    "preview.hint": "Die Vorschau folgt Ihrer Eingabe. "
-    "Speichern Sie, um Ihre Änderungen zu behalten.",
-    "preview.page": "Seite {page} von {pages}",
-    "preview.alt": "Vorschau von Seite {page} von {pages}",
-    "preview.updating": "Die Vorschau wird aktualisiert…",
-    "preview.updated": "Vorschau aktualisiert.",
-    "preview.failed": "Die Vorschau konnte nicht aktualisiert werden: {reason}",
-    "preview.busy": "Zu viele Vorschau-Anfragen; die Vorschau folgt gleich.",
-    "preview.back": "Zurück zum Bearbeiten",
-    "leave.cancel": "Abbrechen und zurück zum Shop",
-    "leave.halt": "Später weitermachen (zurück zum Shop)",
-    "leave.refused": "{label}: nicht möglich, weil {target} vom Shop nicht bestätigt wurde.",
-    "leave.invalid": "{label}: nicht möglich, weil die Adresse des Shops keine Webadresse ist.",
-    "leave.none": "{label}: nicht möglich, weil der Shop keine Rücksprungadresse angegeben hat.",
-    "language": "Sprache",
-    "problem.required": "ist ein Pflichtfeld",
-    "problem.too_long": "darf höchstens {limit} Zeichen lang sein (jetzt {length})",
-    "problem.other": "{message}",
-    "problem.general": "Der Entwurf insgesamt",
-}
-
-LOCALES: Mapping[str, Mapping[str, str]] = {"en": _EN, "de": _DE}
-LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
-
-_TOO_LONG = re.compile(r"must be at most (?P<limit>\d+) characters, got (?P<length>\d+)")
+LANGUAGE_NAMES: Mapping[str, str] = {"en": "English", "de": "Deutsch"}
+#: The gettext context (``msgctxt``) of problem messages worded for the editor's customers.
+EDITOR_CONTEXT = "editor"
 
 
 def normalize_locale(value: object) -> str | None:
@@ -120,25 +40,20 @@ def normalize_locale(value: object) -> str | None:
 
 
 class Translator:
-    """``t("form.save")`` in the current locale; missing keys fall back to English."""
+    """``t("form.save")`` in the current locale; codes missing there fall back to English."""
 
     def __init__(self, locale: str) -> None:
         self.locale = locale if locale in LOCALES else DEFAULT_LOCALE
-        self._messages = LOCALES[self.locale]
+        self._catalogue = translations(self.locale)
 
-    def __call__(self, key: str, **params: object) -> str:
-        template = self._messages.get(key) or _EN.get(key) or key
-        return template.format(**params) if params else template
+    def __call__(self, code: str, **params: object) -> str:
+        text = self._catalogue.gettext(code)
+        return text % params if params else text
 
-    def problem(self, message: str) -> str:
-        return translate_problem(message, self)
+    def problem(self, problem: Problem) -> str:
+        """A problem with a value, in the interface language."""
+        return problem.text(self._catalogue, context=EDITOR_CONTEXT)
 
-
-def translate_problem(message: str, t: Callable[..., str]) -> str:
-    """The renderer's English message about a value, in the interface language when known."""
-    if message == "is required":
-        return t("problem.required")
-    match = _TOO_LONG.fullmatch(message)
-    if match:
-        return t("problem.too_long", limit=match["limit"], length=match["length"])
-    return t("problem.other", message=message)
+    def knows(self, code: str) -> bool:
+        """Whether ``code`` has a message (in this locale or the English fallback)."""
+        return self._catalogue.gettext(code) != code

@@ -1,0 +1,239 @@
+"""The template model: frozen dataclasses a parsed template is made of, and its limits.
+
+Units: lengths in millimetres, font sizes and stroke widths in points (as in DTP tools).
+Coordinates start at the top-left corner of the trim area and grow right and down, so a
+designer can read them off a layout; negative values reach into the bleed. Plain data
+only: :mod:`pps.render.parsing` builds it from JSON, the renderer reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pps.render.fonts import is_font_file
+
+__all__ = [
+    "ASPECT_TOLERANCE",
+    "BLACK",
+    "CMYK",
+    "DEFAULT_SIZE",
+    "MAX_BLEED_MM",
+    "MAX_ELEMENTS",
+    "MAX_FONT_PT",
+    "MAX_KEY_LENGTH",
+    "MAX_NAME_LENGTH",
+    "MAX_PAGES",
+    "MAX_PAGE_MM",
+    "MAX_STROKE_PT",
+    "MAX_VALUE_LENGTH",
+    "RGB",
+    "Box",
+    "Color",
+    "ColorBackground",
+    "Element",
+    "Field",
+    "ImageElement",
+    "LineElement",
+    "Page",
+    "PdfBackground",
+    "Point",
+    "QrElement",
+    "RectElement",
+    "TemplateSpec",
+    "TextElement",
+]
+
+#: Old templates without a size are business-card sized (width, height in mm).
+DEFAULT_SIZE = (85.0, 55.0)
+#: No single value is rendered beyond this many characters, whatever the template says.
+MAX_VALUE_LENGTH = 10_000
+MAX_PAGES = 100
+MAX_ELEMENTS = 500
+#: PDF viewers refuse pages beyond 200 inches (14 400 pt).
+MAX_PAGE_MM = 5000.0
+MAX_BLEED_MM = 50.0
+MAX_FONT_PT = 1000.0
+MAX_STROKE_PT = 100.0
+MAX_NAME_LENGTH = 200
+MAX_KEY_LENGTH = 200
+#: Artwork is placed scaled uniformly; a different shape would be distorted or cropped.
+ASPECT_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class RGB:
+    """A screen colour, 0-255 per channel, written ``#RRGGBB`` in templates."""
+
+    red: int
+    green: int
+    blue: int
+
+    @property
+    def hex(self) -> str:
+        return f"#{self.red:02x}{self.green:02x}{self.blue:02x}"
+
+
+@dataclass(frozen=True)
+class CMYK:
+    """A process colour, 0-100 per ink, passed to the PDF as DeviceCMYK for print."""
+
+    c: float
+    m: float
+    y: float
+    k: float
+
+
+Color = RGB | CMYK
+BLACK = RGB(0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A rectangle in mm from the trim area's top-left corner."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class TextElement:
+    """One line (or, with ``multiline``, a wrapped block) of text, bound or fixed."""
+
+    box: Box
+    data_key: str | None
+    text: str | None
+    font: str
+    size: float
+    color: Color
+    align: Literal["left", "center", "right"]
+    valign: Literal["top", "middle", "bottom"]
+    shrink_to_fit: bool
+    min_size: float
+    max_length: int | None
+    required: bool
+    default: str | None
+    multiline: bool
+    line_height: float
+
+
+@dataclass(frozen=True)
+class QrElement:
+    """A QR code drawn as vector squares, centred in its box (square: the smaller side)."""
+
+    box: Box
+    data_key: str | None
+    text: str | None
+    color: Color
+    error_correction: Literal["L", "M", "Q", "H"]
+    quiet_zone: int
+    max_length: int | None
+    required: bool
+    default: str | None
+
+
+@dataclass(frozen=True)
+class ImageElement:
+    """A PNG or JPEG shipped with the template."""
+
+    box: Box
+    file: str
+    fit: Literal["contain", "cover", "stretch"]
+
+
+@dataclass(frozen=True)
+class RectElement:
+    box: Box
+    fill: Color | None
+    stroke: Color | None
+    stroke_width: float
+
+
+@dataclass(frozen=True)
+class LineElement:
+    start: Point
+    end: Point
+    color: Color
+    width: float
+
+
+Element = TextElement | QrElement | ImageElement | RectElement | LineElement
+
+
+@dataclass(frozen=True)
+class PdfBackground:
+    """A page of a PDF shipped with the template, placed as vector artwork.
+
+    The artwork page's TrimBox (else CropBox, else MediaBox) is aligned with the template's
+    trim area, so artwork made with bleed fills the bleed too.
+    """
+
+    file: str
+    page: int
+
+
+@dataclass(frozen=True)
+class ColorBackground:
+    color: Color
+
+
+@dataclass(frozen=True)
+class Page:
+    background: PdfBackground | ColorBackground | None
+    elements: tuple[Element, ...]
+
+
+@dataclass(frozen=True)
+class Field:
+    """What the editor needs for one DataKey, merged over every element bound to it."""
+
+    key: str
+    max_length: int | None
+    required: bool
+    default: str | None
+    multiline: bool
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    """A validated template; ``digest`` identifies its JSON for cache keys.
+
+    Plain data (a dict, tuples, frozen dataclasses), so it pickles for a job queue.
+    """
+
+    name: str
+    identifier: str | None
+    data_keys: tuple[str, ...]
+    custom_attributes: dict[str, Any]
+    page_count: int
+    width: float
+    height: float
+    bleed: float
+    pages: tuple[Page, ...]
+    fields: tuple[Field, ...]
+    digest: str
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Every file the template refers to, sorted: what an importer must copy along."""
+        names: set[str] = set()
+        for page in self.pages:
+            if isinstance(page.background, PdfBackground):
+                names.add(page.background.file)
+            for element in page.elements:
+                if isinstance(element, ImageElement):
+                    names.add(element.file)
+                elif isinstance(element, TextElement) and is_font_file(element.font):
+                    names.add(element.font)
+        return tuple(sorted(names))
+
+    def field(self, key: str) -> Field | None:
+        return next((field for field in self.fields if field.key == key), None)
