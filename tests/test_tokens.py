@@ -394,6 +394,14 @@ def test_tampered_payload() -> None:
         verify(f"{h}.{forged}.{s}")
 
 
+def test_tampered_header() -> None:
+    """The MAC covers the header too: a jti swapped in the header breaks it."""
+    _h, p, s = sign({"client": CLIENT}, {"jti": "one"}).split(".")
+    forged = b64(json.dumps({"alg": "HS256", "typ": "JWT", "jti": "two"}).encode())
+    with pytest.raises(InvalidSignature):
+        verify(f"{forged}.{p}.{s}")
+
+
 @pytest.mark.parametrize("signature", ["", "AA", b64(b"\x00" * 32), b64(b"\x00" * 64)])
 def test_empty_or_garbage_signature(signature: str) -> None:
     h, p, _s = sign({"client": CLIENT}).split(".")
