@@ -397,7 +397,9 @@ def _check_unicode(value: object, name: str) -> None:
     on it with a 500. RFC 8259 8.2 calls such strings unpredictable; pps refuses them while
     parsing, before any key is looked up. PyJWS reads the header with ``json.loads``, which
     also takes ``NaN`` and ``Infinity``; :mod:`pps.strict_json` refuses those in the payload,
-    this walk in the header. A loop, not recursion: the nesting is as deep as the JSON.
+    this walk in the header. (``json.loads`` also reads a header in UTF-16/32 or behind a
+    UTF-8 BOM, which pps refused before; the MAC covers those bytes, so only the spelling is
+    looser.) A loop, not recursion: the nesting is as deep as the JSON.
     """
     pending = [value]
     while pending:
