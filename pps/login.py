@@ -1,6 +1,7 @@
 """Logging a shop's user in with a token the shop signed. Plain Python: no Flask.
 
-Order of checks: the token (signature, times, ``urlPath``), the ``user`` and ``jti`` claims,
+Order of checks: the token (signature, times, ``urlPath``), its age (``iat`` within
+``PPS_NONCE_TTL``, see :func:`pps.tokens.check_login_age`), the ``user`` and ``jti`` claims,
 the user, the redirect target, and only then, last, the nonce. A token refused for any
 reason before the nonce is claimed is not used up. What a successful login grants is a
 :class:`Login`; the web layer turns it into a fresh session cookie and a redirect.
@@ -18,7 +19,7 @@ from pps.callbacks import editor_target, query_callbacks
 from pps.errors import BadRequest
 from pps.redirects import RedirectRefused, RedirectTarget, check_redirect_target
 from pps.services import Services
-from pps.tokens import InvalidClaim, MissingClaim
+from pps.tokens import InvalidClaim, MissingClaim, TokenError, check_login_age
 
 __all__ = [
     "SESSION_CLIENT",
@@ -95,6 +96,12 @@ def log_in_preparing(
         )
     checked = check_token(svc, raw, request_path=request_path, login=True)
     token, client = checked.token, checked.client
+    try:
+        check_login_age(
+            token, now=checked.now, leeway=svc.settings.jwt_leeway, max_age=svc.settings.nonce_ttl
+        )
+    except TokenError as exc:
+        raise token_error(exc, login=True) from exc
     if not token.user:
         raise token_error(
             MissingClaim("the token has no 'user' claim; a login needs the user identifier"),

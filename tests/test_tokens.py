@@ -189,6 +189,36 @@ def test_wrong_typ_refused(typ: Any) -> None:
         verify(craft({"alg": "HS256", "typ": typ}, {"client": CLIENT}))
 
 
+def test_kid_must_be_a_string() -> None:
+    """PyJWS refuses a non-string ``kid``; the shop sees it as a claim error."""
+    with pytest.raises(InvalidClaim, match="kid must be a string"):
+        verify(craft({"alg": "HS256", "kid": 7}, {"client": CLIENT}))
+
+
+def test_crit_that_pyjwt_understands_is_still_refused() -> None:
+    with pytest.raises(UnsupportedCritical, match="b64"):
+        verify(craft({"alg": "HS256", "b64": True, "crit": ["b64"]}, {"client": CLIENT}))
+
+
+@pytest.mark.parametrize("payload", ['{"client": "Ab3dEf9h"}', ""])
+def test_unencoded_payload_refused(payload: str) -> None:
+    h = b64(json.dumps({"alg": "HS256", "b64": False}).encode())
+    p = b64(payload.encode())
+    mac = hmac.new(API_KEY.encode(), f"{h}.{p}".encode(), hashlib.sha256).digest()
+    with pytest.raises(MalformedToken, match="b64"):
+        verify(f"{h}.{p}.{b64(mac)}")
+    h = b64(json.dumps({"alg": "HS256", "b64": False, "crit": ["b64"]}).encode())
+    with pytest.raises(UnsupportedCritical):
+        verify(f"{h}.{p}.{b64(mac)}")
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999", '[1, {"a": NaN}]'])
+def test_header_with_non_finite_numbers_refused(value: str) -> None:
+    header = b64(f'{{"alg": "HS256", "x": {value}}}'.encode())
+    with pytest.raises(MalformedToken, match="header"):
+        verify(craft(header, b64(b'{"client": "Ab3dEf9h"}'), raw=True))
+
+
 # --- format ---------------------------------------------------------------------------------
 
 
@@ -315,6 +345,30 @@ def test_disabled_client_whose_lookup_returns_none_or_empty() -> None:
         verify_token(token, lambda _c: "", now=NOW)
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYI\n-----END PUBLIC KEY-----",
+        '{"kty": "oct", "k": "c2VjcmV0"}',
+        "key-with-a-lone-surrogate-\ud800",
+    ],
+)
+def test_stored_key_unusable_as_an_hmac_secret(key: str) -> None:
+    """PyJWT will not use key material of another kind as an HMAC secret; nor will pps."""
+    token = craft({"alg": "HS256"}, {"client": CLIENT}, key=key.encode("utf-8", "replace").decode())
+    with pytest.raises(UnknownClient, match="unusable"):
+        verify_token(token, lambda _c: key, now=NOW)
+
+
+def test_every_token_of_a_key_is_checked_with_that_key() -> None:
+    """The per-key cache never lets one key's token pass with another's."""
+    for _round in range(2):
+        assert verify(sign({"client": CLIENT})).client == CLIENT
+        assert verify(sign({"client": "Other123"}, key=KEYS["Other123"])).client == "Other123"
+        with pytest.raises(InvalidSignature):
+            verify(sign({"client": "Other123"}, key=API_KEY))
+
+
 def test_wrong_key() -> None:
     with pytest.raises(InvalidSignature) as info:
         verify(sign({"client": CLIENT}, key="some-other-key-of-sufficient-length!!"))
@@ -338,6 +392,14 @@ def test_tampered_payload() -> None:
     forged = b64(json.dumps({"client": CLIENT, "user": "admin"}).encode())
     with pytest.raises(InvalidSignature):
         verify(f"{h}.{forged}.{s}")
+
+
+def test_tampered_header() -> None:
+    """The MAC covers the header too: a jti swapped in the header breaks it."""
+    _h, p, s = sign({"client": CLIENT}, {"jti": "one"}).split(".")
+    forged = b64(json.dumps({"alg": "HS256", "typ": "JWT", "jti": "two"}).encode())
+    with pytest.raises(InvalidSignature):
+        verify(f"{forged}.{p}.{s}")
 
 
 @pytest.mark.parametrize("signature", ["", "AA", b64(b"\x00" * 32), b64(b"\x00" * 64)])
