@@ -18,11 +18,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     register_services(app, settings)
     register_blueprints(app)
     register_error_handlers(app)
+    register_hooks(app)
     register_cli(app)
     return app
 
 
 def register_settings(app: Flask, settings: Settings) -> None:
+    from pps.web.request_body import LimitedRequest
+
     app.config.update(
         SECRET_KEY=settings.secret_key,
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
@@ -34,6 +37,7 @@ def register_settings(app: Flask, settings: Settings) -> None:
         JSON_SORT_KEYS=False,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.request_class = LimitedRequest  # MAX_CONTENT_LENGTH for chunked bodies too
     app.extensions["pps.settings"] = settings
 
 
@@ -53,6 +57,12 @@ def register_blueprints(app: Flask) -> None:
 
 def register_error_handlers(app: Flask) -> None:
     from pps.http_errors import register_error_handlers as register
+
+    register(app)
+
+
+def register_hooks(app: Flask) -> None:
+    from pps.web.hooks import register_hooks as register
 
     register(app)
 
