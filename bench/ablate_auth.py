@@ -57,7 +57,7 @@ def main() -> int:
         sessions = app.session_interface
         removals: list[tuple[str, Callable[[], Any]]] = [
             ("nonce claim (Redis SET NX GET)", lambda: setattr(svc.ephemeral, "claim", _first)),
-            ("session cookie", lambda: setattr(sessions, "fresh_session_cookie", _cookie)),
+            ("session cookie", lambda: setattr(sessions, "save_session", _no_cookie)),
             ("user lookup (database)", lambda: setattr(svc.repository, "user_exists", _yes)),
         ]
         baseline = cpu_per_request(hello, ["/"] * args.n, 200)
@@ -89,8 +89,8 @@ def _first(_key: str, _ttl: int) -> bool:
     return True
 
 
-def _cookie(*_args: Any) -> str:
-    return "pps_session=-; Path=/"
+def _no_cookie(*_args: Any) -> None:
+    return None
 
 
 def _yes(_client: str, _user: str) -> bool:

@@ -38,7 +38,8 @@ from flask import Flask
 
 #: (label, path suffix of the file, function name): the steps of one /auth request.
 STEPS: list[tuple[str, str, str]] = [
-    ("hot route (HotRoutes._login)", "pps/web/hot.py", "_login"),
+    ("Flask request (Flask.wsgi_app)", "flask/app.py", "wsgi_app"),
+    ("  view (pps.web.auth.login)", "pps/web/auth.py", "login"),
     ("  pps.login.log_in", "pps/login.py", "log_in"),
     ("    check_token (verify + client lookup)", "pps/access.py", "check_token"),
     ("      pps.tokens.verify_token", "pps/tokens.py", "verify_token"),
@@ -49,10 +50,9 @@ STEPS: list[tuple[str, str, str]] = [
     ("      ephemeral store claim (Redis SET NX GET)", "pps/ephemeral/redis_store.py", "claim"),
     ("      ephemeral store claim (SQLite store)", "pps/ephemeral/sqlite_store.py", "claim"),
     ("    editor grants (_editor_grants)", "pps/login.py", "_editor_grants"),
-    ("  session cookie (fresh_session_cookie)", "pps/web/session.py", "fresh_session_cookie"),
-    ("    signing (UncompressedSerializer.dumps)", "pps/web/session.py", "dumps"),
+    ("  session cookie (save_session)", "flask/sessions.py", "save_session"),
+    ("    signing (itsdangerous Serializer.dumps)", "itsdangerous/serializer.py", "dumps"),
     ("    werkzeug dump_cookie", "werkzeug/http.py", "dump_cookie"),
-    ("Flask (only for what the hot route hands over)", "flask/app.py", "wsgi_app"),
 ]
 
 

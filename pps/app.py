@@ -20,11 +20,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     register_services(app, settings)
     register_blueprints(app)
     register_error_handlers(app)
+    register_hooks(app)
     register_cli(app)
     return app
 
 
 def register_settings(app: Flask, settings: Settings) -> None:
+    from pps.web.request_body import LimitedRequest
+
     app.config.update(
         SECRET_KEY=settings.secret_key,
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
@@ -36,6 +39,7 @@ def register_settings(app: Flask, settings: Settings) -> None:
         JSON_SORT_KEYS=False,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.request_class = LimitedRequest  # MAX_CONTENT_LENGTH for chunked bodies too
     app.extensions["pps.settings"] = settings
 
 
@@ -55,6 +59,12 @@ def register_blueprints(app: Flask) -> None:
 
 def register_error_handlers(app: Flask) -> None:
     from pps.http_errors import register_error_handlers as register
+
+    register(app)
+
+
+def register_hooks(app: Flask) -> None:
+    from pps.web.hooks import register_hooks as register
 
     register(app)
 

@@ -93,10 +93,3 @@ def register_error_handlers(app: Flask) -> None:
         log.exception("unhandled error (request %s)", request_id())
         error = PpsError(f"Internal error; quote request id {request_id()} when reporting it.")
         return error_response(error)
-
-    @app.after_request
-    def _tag_response(response: Response) -> Response:
-        response.headers["X-Request-ID"] = request_id()
-        if "Content-Type" in response.headers:  # nothing to sniff without content
-            response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        return response

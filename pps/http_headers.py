@@ -1,4 +1,4 @@
-"""Headers every answer carries, for the Flask hooks and the hot routes alike. No Flask."""
+"""Headers every answer carries, applied by one Flask hook (:mod:`pps.web.hooks`). No Flask."""
 
 from __future__ import annotations
 

@@ -9,12 +9,11 @@ reason before the nonce is claimed is not used up. What a successful login grant
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from pps.access import check_token, claim_jti_while, token_error
+from pps.access import check_token, claim_jti, token_error
 from pps.callbacks import editor_target, query_callbacks
 from pps.errors import BadRequest
 from pps.redirects import RedirectRefused, RedirectTarget, check_redirect_target
@@ -29,10 +28,7 @@ __all__ = [
     "SESSION_USER",
     "Login",
     "log_in",
-    "log_in_preparing",
 ]
-
-T = TypeVar("T")
 
 #: How long a login lasts. The session cookie is signed with a timestamp and older cookies
 #: are refused by the server, so this is enforced by the server, not only by the cookie.
@@ -63,9 +59,7 @@ class Login:
     def session_data(self) -> dict[str, Any]:
         """Everything the new session holds; nothing of an earlier session survives.
 
-        The editor grants (the callbacks of the editor URL in the signed ``redirect``) are
-        decoded here, not when the login is checked: on ``/auth`` this runs while the nonce
-        store answers the claim (see :func:`log_in_preparing`), and it is pure work.
+        The editor grants are the callbacks of the editor URL in the signed ``redirect``.
         """
         return {
             SESSION_CLIENT: self.client,
@@ -77,18 +71,6 @@ class Login:
 
 def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
     """Check the login token ``raw`` and use it up; raise a :class:`~pps.errors.PpsError`."""
-    return log_in_preparing(svc, raw, request_path=request_path, prepare=_nothing)[0]
-
-
-def log_in_preparing(
-    svc: Services, raw: str, *, request_path: str, prepare: Callable[[Login], T]
-) -> tuple[Login, T]:
-    """:func:`log_in`, with ``prepare(login)`` run while the nonce store answers.
-
-    What ``prepare`` makes (the hot route signs the session cookie here) is returned only
-    with a login that used the token up: a replay raises as in :func:`log_in`, and the
-    prepared result is thrown away. So ``prepare`` must be pure work.
-    """
     if not raw:
         raise BadRequest(
             "This login link has no token: the shop must send the browser to "
@@ -140,13 +122,8 @@ def log_in_preparing(
         redirect=redirect,
         base_url=svc.settings.base_url,
     )
-    # Last: nothing above may burn the token.
-    prepared = claim_jti_while(svc, checked, login=True, work=lambda: prepare(login))
-    return login, prepared
-
-
-def _nothing(_login: Login) -> None:
-    return None
+    claim_jti(svc, checked, login=True)  # last: nothing above may burn the token
+    return login
 
 
 def _editor_grants(redirect: RedirectTarget | None, base_url: str) -> dict[str, Any]:

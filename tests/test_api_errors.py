@@ -6,6 +6,7 @@ Each refusal is checked three ways: the status, the JSON body clients read (``me
 
 from __future__ import annotations
 
+import io
 import json
 import random
 from typing import Any
@@ -334,6 +335,47 @@ def test_body_over_the_limit_is_413(
         assert_error(response, 413)
         assert_error(api.request(method, target, data=big_form), 413)
     assert snapshot(repo) == before
+
+
+def chunked(api: ApiClient, method: str, path: str, body: bytes, content_type: str) -> Any:
+    """``body`` without a Content-Length, as a server hands a chunked upload to the app
+    (gunicorn marks its end with ``wsgi.input_terminated``)."""
+    return api.request(
+        method,
+        path,
+        input_stream=io.BytesIO(body),
+        headers={"Transfer-Encoding": "chunked", "Content-Type": content_type},
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+
+
+def test_chunked_body_over_the_limit_is_413_not_truncated(
+    app: Flask, api: ApiClient, repo: SqlRepository, world: dict[str, str]
+) -> None:
+    """A form field past the limit must not vanish while the rest is processed."""
+    limit = app.config["MAX_CONTENT_LENGTH"]
+    before = snapshot(repo)
+    padding = "x" * limit
+    form = f"firstName=Ada&customAttributes[pad]={padding}&customAttributes[late]=1".encode()
+    big_json = json.dumps({"firstName": "Ada", "customAttributes": {"pad": padding}}).encode()
+    for method, path in WITH_BODY:
+        target = url(path, world)
+        for body, content_type in (
+            (form, "application/x-www-form-urlencoded"),
+            (big_json, "application/json"),
+            (b"{}" + b" " * (limit - 1), "application/json"),  # one byte over
+        ):
+            assert_error(chunked(api, method, target, body, content_type), 413)
+    assert snapshot(repo) == before
+
+
+def test_chunked_body_at_the_limit_is_read_whole(app: Flask, api: ApiClient) -> None:
+    limit = app.config["MAX_CONTENT_LENGTH"]
+    body = json.dumps({"firstName": "Ada", "lastName": "Lovelace"}).encode()
+    padded = body + b" " * (limit - len(body))
+    response = chunked(api, "POST", "/api-ext/user", padded, "application/json")
+    assert response.status_code == 201, response.get_data(as_text=True)
+    assert response.get_json()["data"]["profile"]["lastName"] == "Lovelace"
 
 
 @pytest.mark.parametrize("endpoint", WITH_BODY, ids=endpoint_id)

@@ -11,6 +11,7 @@ import re
 import threading
 import time
 import uuid
+from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import quote
 
@@ -21,10 +22,12 @@ from flask.testing import FlaskClient
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
+from werkzeug.http import parse_date
 
 from pps.ephemeral import nonce_key
 from pps.models import Client, User
 from pps.repository.sql import SqlRepository
+from pps.web.session import PpsSessionInterface
 
 # -- signing as the shops do -------------------------------------------------------------
 
@@ -205,12 +208,13 @@ def test_compat_token_shapes(client: FlaskClient, tenant: Client, user: User, jt
 
 
 def test_login_renews_the_session(client: FlaskClient, tenant: Client, user: User) -> None:
-    with client.session_transaction() as sess:
+    # Only the editor's paths (and /auth) have a session; seen from there.
+    with client.session_transaction("/editor/") as sess:
         sess["planted"] = "by an attacker"
         sess["user"] = "someone-else"
     token = login_token(tenant, user)
     assert client.get("/auth", query_string={"jwt": token}).status_code == 200
-    with client.session_transaction() as sess:
+    with client.session_transaction("/editor/") as sess:
         assert "planted" not in sess
         assert sess["user"] == user.identifier
         assert sess["client"] == tenant.identifier
@@ -345,7 +349,7 @@ def test_refused_tokens_show_an_error_page_and_log_nobody_in(
     body = assert_error_page(response, status)
     assert reason in html.unescape(body)
     assert response.headers["Cache-Control"] == "no-store"
-    with client.session_transaction() as sess:
+    with client.session_transaction("/editor/") as sess:
         assert "user" not in sess
 
 
@@ -482,3 +486,130 @@ def test_head_probe_does_not_use_up_the_login(
     assert probe.headers["Allow"] == "GET"
     assert "pps_session" not in set_cookie(probe)
     assert client.get("/auth", query_string={"jwt": token}).status_code == 200
+
+
+# -- the login's answer, header by header --------------------------------------------------
+
+#: Every header of the bodiless 302 of a login or file link: no Content-Type, and none of
+#: the page headers (CSP, X-Frame-Options, nosniff), which govern a body it does not have.
+TOKEN_REDIRECT = {"Content-Length", "Location", "Cache-Control", "Referrer-Policy", "X-Request-ID"}
+
+
+def header_names(response: Any) -> set[str]:
+    names = [name for name, _value in response.headers]
+    assert len(names) == len(set(names)), names
+    return set(names)
+
+
+def session_cookie(app: Flask, response: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(session data without its timestamp, cookie attributes) of a login answer."""
+    cookies = response.headers.getlist("Set-Cookie")
+    assert len(cookies) == 1, cookies
+    morsel = SimpleCookie(cookies[0])["pps_session"]
+    interface = app.session_interface
+    assert isinstance(interface, PpsSessionInterface)
+    serializer = interface.get_signing_serializer(app)
+    assert serializer is not None
+    data = serializer.loads(morsel.value)
+    login_at = data.pop("login_at")
+    assert abs(login_at - time.time()) < 5
+    attributes = {key: morsel[key] for key in morsel if morsel[key]}
+    expires = parse_date(attributes.pop("expires"))
+    assert expires is not None
+    assert abs(expires.timestamp() - (time.time() + 8 * 3600)) < 5
+    return data, attributes
+
+
+EDITOR_TARGET = "/editor/{draft}/edit?callback=" + b64_url("https://shop-a.example/cart?x=1&y=<2>")
+LOGINS = {
+    "editor path": EDITOR_TARGET,
+    "editor URL": "http://localhost" + EDITOR_TARGET,
+    "allowed origin": "https://shop-a.example/back?é=ü",
+}
+
+
+@pytest.mark.parametrize("case", LOGINS)
+def test_login_answer_is_a_bodiless_redirect_with_a_fresh_session(
+    app: Flask, client: FlaskClient, tenant: Client, user: User, draft_hash: str, case: str
+) -> None:
+    redirect = LOGINS[case].replace("{draft}", draft_hash)
+    response = client.get(
+        "/auth", query_string={"jwt": login_token(tenant, user, redirect=redirect)}
+    )
+    assert response.status_code == 302
+    # Browsers follow Location; without a body the answer goes out in one write.
+    assert response.headers["Content-Length"] == "0"
+    assert response.get_data() == b""
+    assert header_names(response) == TOKEN_REDIRECT | {"Set-Cookie", "Vary"}
+    assert response.headers["Vary"] == "Cookie"
+    data, attributes = session_cookie(app, response)
+    grants = (
+        {draft_hash: {"callbacks": {"callback": "https://shop-a.example/cart?x=1&y=<2>"}}}
+        if case != "allowed origin"
+        else {}
+    )
+    assert data == {
+        "_permanent": True,
+        "client": tenant.identifier,
+        "user": user.identifier,
+        "editor": grants,
+    }
+    assert attributes == {"path": "/", "httponly": True, "samesite": "Lax"}
+
+
+REFUSED_BEFORE_THE_CLAIM: dict[str, tuple[dict[str, Any], int]] = {
+    "other origin": ({"redirect": "https://evil.example/"}, 400),
+    "protocol-relative": ({"redirect": "//evil.example/"}, 400),
+    "unknown user": ({"user": "nobody"}, 401),
+    "expired": ({"exp": time.time() - 3600}, 401),
+    "urlPath": ({"urlPath": "/elsewhere"}, 401),
+    "user as number": ({"user": 17}, 401),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED_BEFORE_THE_CLAIM)
+def test_a_refused_login_keeps_its_jti_for_a_fixed_token(
+    client: FlaskClient, tenant: Client, user: User, case: str
+) -> None:
+    extra, status = REFUSED_BEFORE_THE_CLAIM[case]
+    jti = fresh_jti()
+    refused = sign(tenant.api_key, {**login_claims(tenant, user), **extra}, jti=jti)
+    assert_error_page(client.get("/auth", query_string={"jwt": refused}), status)
+    fixed = sign(tenant.api_key, login_claims(tenant, user), jti=jti)
+    assert client.get("/auth", query_string={"jwt": fixed}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{}, {"jwt": ""}, {"jwt": "not.a.token"}, {"jwt": "a" * 9000}],
+    ids=["no jwt", "empty", "malformed", "too long"],
+)
+def test_malformed_login_links_are_error_pages(client: FlaskClient, query: dict[str, str]) -> None:
+    response = client.get("/auth", query_string=query)
+    assert response.status_code in (400, 401)
+    assert_error_page(response, response.status_code)
+
+
+def test_landing_page_login_uses_the_token_up(
+    client: FlaskClient, tenant: Client, user: User
+) -> None:
+    token = sign(tenant.api_key, login_claims(tenant, user), jti="once")
+    assert client.get("/auth", query_string={"jwt": token}).status_code == 200
+    assert_error_page(client.get("/auth", query_string={"jwt": token}), 401)
+
+
+def test_escaped_query_strings_are_read_as_werkzeug_decodes_them(
+    client: FlaskClient, tenant: Client, user: User, draft_hash: str
+) -> None:
+    token = login_token(tenant, user, redirect=f"/editor/{draft_hash}/edit")
+    assert client.get(f"/auth?utm=%C3%A9&jwt={token}").status_code == 302
+
+
+def test_post_is_405_and_leaves_the_token_unused(
+    client: FlaskClient, tenant: Client, user: User, draft_hash: str
+) -> None:
+    token = login_token(tenant, user, redirect=f"/editor/{draft_hash}/edit")
+    refused = client.post("/auth", query_string={"jwt": token})
+    assert refused.status_code == 405
+    assert "pps_session" not in set_cookie(refused)
+    assert client.get("/auth", query_string={"jwt": token}).status_code == 302

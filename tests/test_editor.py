@@ -795,6 +795,32 @@ def test_no_step_opens_edit_then_the_last_visited_step(
     assert "<h2>Preview</h2>" in again
 
 
+def test_the_session_cookie_stays_small_however_many_drafts_are_visited(
+    client: FlaskClient, repo: SqlRepository, tenant: Client, user: User, draft: Draft
+) -> None:
+    """Each visited draft's step was remembered forever: 72 bytes a draft, past 4 KB (where
+    browsers drop the cookie, and the login with it) after about 53 drafts."""
+    callback = "https://shop-a.example/cart?item=1"
+    log_in(client, tenant, user, f"/editor/{draft.draft_hash}/edit?callback={b64_url(callback)}")
+    others = [make_draft(repo, tenant, user) for _ in range(70)]
+    sizes = []
+    for other in others:
+        response = client.get(f"/editor/{other.draft_hash}/preview")
+        assert response.status_code == 200
+        sizes.append(len(response.headers["Set-Cookie"]))
+    assert max(sizes) < 1500, sizes
+    assert sizes[-1] <= sizes[30] + 100  # flat, not growing with every draft
+    # The newest drafts open at their remembered step; the oldest are forgotten.
+    for other in others[-12:]:
+        assert "<h2>Preview</h2>" in client.get(f"/editor/{other.draft_hash}").get_data(
+            as_text=True
+        )
+    assert "<h2>Edit</h2>" in client.get(f"/editor/{others[0].draft_hash}").get_data(as_text=True)
+    # The login's own draft keeps the shop's signed callback.
+    page = client.get(f"/editor/{draft.draft_hash}/edit").get_data(as_text=True)
+    assert f'href="{callback}"' in page
+
+
 def test_preview_step_shows_every_page_large(
     client: FlaskClient, tenant: Client, user: User, draft: Draft
 ) -> None:

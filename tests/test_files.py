@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import io
+import re
 import threading
 import time
 import uuid
@@ -713,3 +714,79 @@ def test_redis_down_is_503_json(
     response = fetch(browser, file_url(draft), sign(tenant.api_key, magento_claims(tenant)))
     assert_json_error(response, 503)
     assert_json_error(browser.get("/files/sometoken/x.pdf"), 503)
+
+
+# -- one answer shape for every file endpoint ----------------------------------------------
+
+#: Every header of the bodiless 302 of a file link (or login): no Content-Type, and none of
+#: the page headers (CSP, X-Frame-Options, nosniff), which govern a body it does not have.
+TOKEN_REDIRECT = {"Content-Length", "Location", "Cache-Control", "Referrer-Policy", "X-Request-ID"}
+
+
+def test_file_link_redirect_has_exactly_the_token_url_headers(
+    app: Flask, client: FlaskClient, tenant: Client, user: User, draft: Draft
+) -> None:
+    put_draft_file(app, draft, "print", PDF)
+    path = file_url(draft)
+    claims = magento_claims(tenant, urlPath=path, user=user.identifier)
+    first = fetch(client, path, sign(tenant.api_key, claims, jti=uuid.uuid4().hex))
+    second = fetch(client, path, sign(tenant.api_key, claims, jti=uuid.uuid4().hex))
+    pattern = rf"http://localhost/files/[A-Za-z0-9_-]+/{draft.draft_hash}-print\.pdf"
+    for response in (first, second):
+        assert response.status_code == 302
+        assert re.fullmatch(pattern, response.headers["Location"]), response.headers
+        names = [name for name, _value in response.headers]
+        assert sorted(names) == sorted(TOKEN_REDIRECT), names
+        assert response.headers["Content-Length"] == "0" and response.data == b""
+        assert response.headers["Cache-Control"] == "no-store"
+        assert response.headers["Referrer-Policy"] == "no-referrer"
+        with follow(client, response.headers["Location"]) as served:
+            assert served.status_code == 200 and served.data == PDF
+    assert first.headers["Location"] != second.headers["Location"]
+
+
+def test_a_file_rendered_on_request_uses_a_single_use_token_up(
+    client: FlaskClient, tenant: Client, draft: Draft
+) -> None:
+    path = file_url(draft, "low-res")
+    token = sign(tenant.api_key, magento_claims(tenant), jti=uuid.uuid4().hex)
+    assert fetch(client, path, token).status_code == 302
+    assert "used already" in assert_json_error(fetch(client, path, token), 401)
+
+
+def every_file_endpoint(draft: Draft, template: Template) -> list[str]:
+    kinds = ("print", "low-res", "image")
+    return [file_url(draft, kind) for kind in kinds] + [preview_url(template)]
+
+
+def test_head_on_a_file_endpoint_is_405_and_leaves_the_token_unused(
+    app: Flask,
+    client: FlaskClient,
+    tenant: Client,
+    draft: Draft,
+    template: Template,
+    renders: list[Any],
+) -> None:
+    """Link scanners probe with HEAD; as on /auth, a probe must not use a token up."""
+    for path in every_file_endpoint(draft, template):
+        token = sign(tenant.api_key, magento_claims(tenant, urlPath=path), jti=uuid.uuid4().hex)
+        probe = client.head(path, query_string={"jwt": token})
+        assert probe.status_code == 405, path
+        assert probe.headers["Allow"] == "GET"
+        assert probe.is_json and probe.data == b""  # HEAD: the JSON error's headers only
+        assert "Set-Cookie" not in probe.headers
+        assert renders == [], "a probe renders nothing"
+        assert fetch(client, path, token).status_code == 302, path
+        assert fetch(client, path, token).status_code == 401, path  # now it is used up
+        renders.clear()
+    # Without a token the answer is the same 405: nothing is read before the method.
+    assert client.head(file_url(draft)).status_code == 405
+
+
+def test_head_refusal_is_documented(client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").get_json()
+    for path, item in spec["paths"].items():
+        if path.startswith("/api-ext/files/"):
+            operation = item["get"]
+            assert "405" in operation["responses"], path
+            assert "`HEAD` is refused with `405`" in operation["description"], path

@@ -1,19 +1,19 @@
-"""The session cookie: signed, timestamped, refused when tampered with or too old."""
+"""The session cookie: Flask's, signed and timestamped, refused when tampered with or too
+old, and opened only on the paths that use it."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from flask import Flask, session
-from itsdangerous import Serializer, URLSafeTimedSerializer
-from itsdangerous.encoding import base64_encode, int_to_bytes
-from werkzeug.http import dump_cookie
+from itsdangerous import URLSafeTimedSerializer
+from itsdangerous.encoding import base64_encode
 
-from pps.web.session import CompactJson, PpsSessionInterface, UncompressedSerializer
+from pps.web.session import PpsSessionInterface, Sessionless
 
 
 @pytest.fixture
@@ -22,43 +22,71 @@ def small_app() -> Flask:
     app.secret_key = "test-secret-key-0123456789abcdef"
     app.session_interface = PpsSessionInterface()
 
-    @app.get("/set")
+    @app.get("/editor/set")
     def set_value() -> str:
         session.permanent = True
         session["user"] = "u1"
         session["editor"] = {"h" * 32: {"callbacks": {"callback": "https://shop.example/x"}}}
         return "ok"
 
-    @app.get("/get")
+    @app.get("/editor/get")
     def get_value() -> str:
         return str(session.get("user"))
+
+    @app.get("/auth")
+    def login() -> str:
+        seen = str(session.get("user"))
+        session["user"] = "fresh"
+        return seen
+
+    @app.get("/api-ext/read")
+    def api_read() -> str:
+        return str(session.get("user"))
+
+    @app.get("/api-ext/write")
+    def api_write() -> str:
+        session["user"] = "nope"
+        return "written"
 
     return app
 
 
 def cookie_value(app: Flask) -> str:
     client = app.test_client()
-    client.get("/set")
+    client.get("/editor/set")
     cookie = client.get_cookie("session")
     assert cookie is not None
     return cookie.value
 
 
-def test_round_trip_and_no_compression(small_app: Flask) -> None:
+def test_round_trip(small_app: Flask) -> None:
     value = cookie_value(small_app)
-    assert not value.startswith(".")  # never zlib-compressed
     client = small_app.test_client()
     client.set_cookie("session", value)
-    assert client.get("/get").text == "u1"
+    assert client.get("/editor/get").text == "u1"
+
+
+def test_signed_by_flask_with_hmac_sha256_and_the_pps_salt(small_app: Flask) -> None:
+    """What Flask's own interface writes with those three settings, and nothing else."""
+    value = cookie_value(small_app)
+    reference = URLSafeTimedSerializer(
+        "test-secret-key-0123456789abcdef",
+        salt="pps-session",
+        serializer=PpsSessionInterface.serializer,
+        signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
+    )
+    data = reference.loads(value, max_age=60)
+    assert data["user"] == "u1"
+    assert data["_permanent"] is True
 
 
 def test_tampered_cookie_is_an_empty_session(small_app: Flask) -> None:
     value = cookie_value(small_app)
-    payload, rest = value.split(".", 1)
+    payload, rest = value.rsplit(".", 2)[0], ".".join(value.rsplit(".", 2)[1:])
     forged = payload[:-2] + ("AA" if payload[-2:] != "AA" else "BB") + "." + rest
     client = small_app.test_client()
     client.set_cookie("session", forged)
-    assert client.get("/get").text == "None"
+    assert client.get("/editor/get").text == "None"
 
 
 def test_cookie_older_than_the_lifetime_is_refused(small_app: Flask) -> None:
@@ -67,139 +95,71 @@ def test_cookie_older_than_the_lifetime_is_refused(small_app: Flask) -> None:
     time.sleep(2.1)
     client = small_app.test_client()
     client.set_cookie("session", value)
-    assert client.get("/get").text == "None"
+    assert client.get("/editor/get").text == "None"
 
 
-def test_compressed_cookies_still_load(small_app: Flask) -> None:
-    """A cookie written with zlib compression (itsdangerous' default) is still accepted."""
-    interface = PpsSessionInterface()
-    serializer = URLSafeTimedSerializer(
-        small_app.secret_key,  # type: ignore[arg-type]
-        salt=interface.salt,
-        serializer=CompactJson(),
-        signer_kwargs={"key_derivation": "hmac", "digest_method": interface.digest_method},
+def test_cookies_of_the_earlier_writer_still_load(small_app: Flask) -> None:
+    """Plain compact JSON (never compressed) and zlib-compressed cookies, both signed with
+    the same key, salt and digest, as pps wrote them before it used Flask's writer."""
+    earlier = URLSafeTimedSerializer(
+        "test-secret-key-0123456789abcdef",
+        salt="pps-session",
+        serializer=json,
+        signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
     )
-    value = serializer.dumps({"user": "u2", "pad": "x" * 400})
-    assert value.startswith(".")
+    compressed = earlier.dumps({"user": "u2", "pad": "x" * 400})
+    assert compressed.startswith(".")
+    plain_json = json.dumps({"user": "u3", "_permanent": True}, separators=(",", ":"))
+    plain = earlier.make_signer().sign(base64_encode(plain_json)).decode()
+    assert not plain.startswith(".")
+    for value, user in ((compressed, "u2"), (plain, "u3")):
+        client = small_app.test_client()
+        client.set_cookie("session", value)
+        assert client.get("/editor/get").text == user
+
+
+def test_the_signing_serializer_is_built_once_per_app_and_key(small_app: Flask) -> None:
+    interface = small_app.session_interface
+    assert isinstance(interface, PpsSessionInterface)
+    first = interface.get_signing_serializer(small_app)
+    assert first is not None
+    assert interface.get_signing_serializer(small_app) is first
+    value = cookie_value(small_app)
+    small_app.secret_key = "another-secret-key-0123456789abcd"
+    second = interface.get_signing_serializer(small_app)
+    assert second is not first
     client = small_app.test_client()
     client.set_cookie("session", value)
-    assert client.get("/get").text == "u2"
+    assert client.get("/editor/get").text == "None"  # the old key no longer signs
 
 
-def test_payload_and_timestamp_are_encoded_as_itsdangerous_encodes_them(small_app: Flask) -> None:
-    """Every length of payload (so every base64 padding) and of timestamp, against
-    itsdangerous' own ``base64_encode``."""
-    interface = small_app.session_interface
-    assert isinstance(interface, PpsSessionInterface)
-    ours = interface.get_signing_serializer(small_app)
-    assert isinstance(ours, UncompressedSerializer)
-    for length in range(0, 40):
-        data = {"user": "u" * length, "é": [1, 2.5, None]}
-        assert ours.dump_payload(data) == base64_encode(CompactJson.dumps(data).encode())
-    for timestamp in (0, 1, 255, 256, 65_536, 1_795_450_951, 2**37 + 7):
-        payload, stamp, mac = ours.dumps_at({"user": "u"}, timestamp).split(".")
-        assert stamp.encode() == base64_encode(int_to_bytes(timestamp))
-        assert ours.loads(f"{payload}.{stamp}.{mac}", return_timestamp=True)[1] == (
-            datetime.fromtimestamp(timestamp, UTC)
-        )
+def test_paths_without_a_session_never_read_or_write_it(small_app: Flask) -> None:
+    """A logged-in browser (a permanent session, refreshed on every request where one is
+    open) calling the API: no cookie read, no Set-Cookie, no Vary: Cookie."""
+    client = small_app.test_client()
+    client.get("/editor/set")
+    refreshed = client.get("/editor/get")
+    assert "Set-Cookie" in refreshed.headers  # where a session is open, Flask refreshes it
+    response = client.get("/api-ext/read")
+    assert response.text == "None"
+    assert "Set-Cookie" not in response.headers
+    assert "Vary" not in response.headers
+    small_app.testing = True  # let the view's exception through
+    with pytest.raises(RuntimeError, match="no session"):
+        client.get("/api-ext/write")
 
 
-def test_cookies_are_signed_exactly_as_itsdangerous_signs_them(small_app: Flask) -> None:
-    """The session serializer's own signing writes byte for byte what itsdangerous writes."""
-    interface = small_app.session_interface
-    assert isinstance(interface, PpsSessionInterface)
-    ours = interface.get_signing_serializer(small_app)
-    assert ours is not None
-    data = {"user": "u3", "editor": {"h": {"callbacks": {"callback": "https://shop.example/é"}}}}
-    generic = Serializer.dumps  # itsdangerous' own path: a fresh signer, key derived per call
-    for _ in range(5):  # both within one second, so both carry the same timestamp
-        second = int(time.time())
-        fast, reference = ours.dumps(data), generic(ours, data)
-        if int(time.time()) == second:
-            break
-    assert fast == reference
-    assert ours.loads(fast, max_age=60) == data
-    # A different secret key gives a different signature (the key is really used).
-    other = PpsSessionInterface()
-    stranger = Flask(__name__)
-    stranger.secret_key = "another-secret-key-0123456789abcd"
-    signed_elsewhere = other.get_signing_serializer(stranger)
-    assert signed_elsewhere is not None
-    assert signed_elsewhere.dumps(data).rsplit(".", 1)[1] != fast.rsplit(".", 1)[1]
+def test_a_login_starts_from_an_empty_session(small_app: Flask) -> None:
+    client = small_app.test_client()
+    client.get("/editor/set")
+    response = client.get("/auth")
+    assert response.text == "None"  # the earlier session was not read
+    assert "Set-Cookie" in response.headers
+    assert client.get("/editor/get").text == "fresh"
 
 
-def reference_cookie(app: Flask, data: dict[str, object], now: int) -> str:
-    """``Set-Cookie`` as Flask's own ``save_session`` path builds it, signed at ``now``."""
-    interface = app.session_interface
-    assert isinstance(interface, PpsSessionInterface)
-    serializer = interface.get_signing_serializer(app)
-    assert serializer is not None
-    with freeze_time(now):
-        value = Serializer.dumps(serializer, {**data, "_permanent": True})
-    return dump_cookie(
-        interface.get_cookie_name(app),
-        value,
-        expires=datetime.fromtimestamp(now, UTC) + app.permanent_session_lifetime,
-        path=interface.get_cookie_path(app),
-        domain=interface.get_cookie_domain(app),
-        secure=interface.get_cookie_secure(app),
-        httponly=interface.get_cookie_httponly(app),
-        samesite=interface.get_cookie_samesite(app),
-        partitioned=interface.get_cookie_partitioned(app),
-        max_size=app.config["MAX_COOKIE_SIZE"],
-    )
-
-
-@contextmanager
-def freeze_time(now: float) -> Iterator[None]:
-    """``time.time()`` answers ``now`` (itsdangerous and pps both read it)."""
-    real = time.time
-    time.time = lambda: now
-    try:
-        yield
-    finally:
-        time.time = real
-
-
-@pytest.mark.parametrize(
-    "config",
-    [
-        {},
-        {
-            "SESSION_COOKIE_NAME": "pps_session",
-            "SESSION_COOKIE_SECURE": True,
-            "SESSION_COOKIE_SAMESITE": "Strict",
-            "SESSION_COOKIE_DOMAIN": "print.example",
-            "SESSION_COOKIE_PATH": "/pps",
-            "SESSION_COOKIE_PARTITIONED": True,
-        },
-    ],
-    ids=["defaults", "every attribute"],
-)
-def test_fresh_session_cookie_is_what_flask_writes(
-    small_app: Flask, config: dict[str, object]
-) -> None:
-    """The hot route's ``Set-Cookie`` is byte for byte Werkzeug's, second after second."""
-    small_app.config.update(config)
-    small_app.permanent_session_lifetime = 3600
-    interface = small_app.session_interface
-    assert isinstance(interface, PpsSessionInterface)
-    data = {"user": "u4", "editor": {"h": {"callbacks": {"callback": "https://shop.example/é"}}}}
-    start = int(time.time())
-    for now in (start, start + 0.999, start + 1, start + 86_400):  # the template changes
-        with freeze_time(now):
-            fresh = interface.fresh_session_cookie(small_app, data)
-        assert fresh == reference_cookie(small_app, data, int(now))
-    small_app.permanent_session_lifetime = 60  # a new lifetime is seen at once
-    with freeze_time(start + 86_400):
-        fresh = interface.fresh_session_cookie(small_app, data)
-    assert fresh == reference_cookie(small_app, data, start + 86_400)
-
-
-def test_oversized_fresh_session_cookie_warns_as_flask_does(small_app: Flask) -> None:
-    interface = small_app.session_interface
-    assert isinstance(interface, PpsSessionInterface)
-    big = {"pad": "x" * 5000}
-    with pytest.warns(UserWarning, match="cookie is too large"):
-        fresh = interface.fresh_session_cookie(small_app, big)
-    assert fresh.startswith("session=") and len(fresh) > 5000
+def test_the_null_session_of_a_sessionless_path_reads_as_empty() -> None:
+    empty: Any = Sessionless()
+    assert empty.get("user") is None and not empty
+    with pytest.raises(RuntimeError):
+        empty["user"] = "x"

@@ -7,9 +7,7 @@ Modules: ``auth`` (JWT login), ``editor`` (editor entry), ``files`` (``/files/<l
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, Response
-
-from pps.http_headers import PAGE_HEADERS
+from flask import Blueprint, Flask
 
 bp = Blueprint(
     "web",
@@ -20,23 +18,12 @@ bp = Blueprint(
 )
 
 
-def security_headers(response: Response) -> Response:
-    """Defaults for HTML pages, ours and the error pages; a view may set its own first."""
-    if response.mimetype == "text/html":
-        for name, value in PAGE_HEADERS:
-            response.headers.setdefault(name, value)
-    return response
-
-
 def register_web(app: Flask) -> None:
     from pps.web import auth, docs, editor, files  # noqa: F401  (routes register on bp)
     from pps.web.file_api import files_api
-    from pps.web.hot import HotRoutes
     from pps.web.session import PpsSessionInterface
 
     app.session_interface = PpsSessionInterface()
     app.permanent_session_lifetime = auth.SESSION_LIFETIME
     app.register_blueprint(bp)
     app.register_blueprint(files_api)
-    app.after_request(security_headers)
-    app.wsgi_app = HotRoutes(app)  # type: ignore[method-assign]

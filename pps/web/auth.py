@@ -1,8 +1,8 @@
 """``GET /auth?jwt=``: log a shop's user in with a token the shop signed, then redirect.
 
-The checks live in :mod:`pps.login`. A successful login with a ``redirect`` is usually
-answered by :mod:`pps.web.hot` before Flask sees it; this view renders what it hands over
-(errors, the landing page) and is the whole implementation for anything else.
+The checks live in :mod:`pps.login`; this view turns a login into a fresh session and a
+redirect (or the landing page). The session interface (:mod:`pps.web.session`) gives
+``/auth`` a new, empty session: the browser's earlier one is never read.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from pps.login import (
 from pps.openapi import operation
 from pps.web import bp
 from pps.web.common import services, token_redirect
-from pps.web.hot import handed_over
 
 __all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "logged_in_as", "login"]
 
@@ -64,9 +63,7 @@ def login() -> Any:
         raise MethodNotAllowed(
             "Open this login link with GET in a browser.", headers={"Allow": "GET"}
         )
-    done = handed_over(request.environ) or log_in(
-        services(), request.args.get("jwt", ""), request_path=request.path
-    )
+    done = log_in(services(), request.args.get("jwt", ""), request_path=request.path)
     _renew_session(done)
     if done.location is not None:
         # No body: browsers follow Location, and an empty 302 goes out in one write.

@@ -13,8 +13,7 @@ def services() -> Services:
 
 
 def token_redirect(location: str) -> Response:
-    """The bodiless ``302`` of a login or a file link (see ``TOKEN_URL_HEADERS``);
-    :mod:`pps.web.hot` writes the same headers without Flask."""
+    """The bodiless ``302`` of a login or a file link (see ``TOKEN_URL_HEADERS``)."""
     response = Response(b"", status=302)
     del response.headers["Content-Type"]
     response.headers["Location"] = location

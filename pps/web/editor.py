@@ -54,6 +54,7 @@ from pps.web.editor_model import (
     initial_values,
     over_global_limit,
     page_keys,
+    remembered,
     resolve_exits,
     submitted_values,
 )
@@ -396,10 +397,11 @@ def _take_notices(draft_hash: str) -> list[str]:
 
 
 def _remember(draft_hash: str, entry: dict[str, Any]) -> None:
+    """Keep ``entry`` for the draft; the session remembers a bounded number of drafts."""
     editor = session.get(SESSION_EDITOR)
-    editor = dict(editor) if isinstance(editor, dict) else {}
-    editor[draft_hash] = entry
-    session[SESSION_EDITOR] = editor
+    session[SESSION_EDITOR] = remembered(
+        editor if isinstance(editor, dict) else {}, draft_hash, entry
+    )
 
 
 # -- saving ------------------------------------------------------------------------------

@@ -255,3 +255,30 @@ def form_action_origins(exits: Iterable[Exit]) -> list[str]:
         if origin and _CSP_ORIGIN.fullmatch(origin) and origin not in origins:
             origins.append(origin)
     return origins
+
+
+#: Drafts whose last visited step the session remembers. A customer works on the draft the
+#: shop logged them in for and perhaps a few more; each remembered draft costs about 70
+#: bytes of cookie, and browsers drop cookies over 4 KB, so the oldest are forgotten.
+REMEMBERED_DRAFTS = 12
+
+
+def remembered(
+    editor: Mapping[str, Any], draft_hash: str, entry: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The session's editor entries with ``entry`` for ``draft_hash``, newest last.
+
+    Entries holding the login's grant (``callbacks`` from the signed ``redirect``; one per
+    login) are always kept: forgetting them would take the shop's buttons away. Of the
+    others, the :data:`REMEMBERED_DRAFTS` most recently changed stay.
+    """
+    kept = {key: value for key, value in editor.items() if key != draft_hash}
+    kept[draft_hash] = dict(entry)
+    plain = [key for key, value in kept.items() if not _holds_grant(value)]
+    for key in plain[: max(0, len(plain) - REMEMBERED_DRAFTS)]:
+        del kept[key]
+    return kept
+
+
+def _holds_grant(entry: Any) -> bool:
+    return isinstance(entry, dict) and "callbacks" in entry

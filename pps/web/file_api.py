@@ -4,6 +4,10 @@ These endpoints live under ``/api-ext`` (so errors are JSON) but in a blueprint 
 own: they authenticate with the shop's JWT, not with the bearer key of the rest of the API,
 and they do not insist on ``Accept: application/json`` because PDF viewers, ``<img>`` tags
 and PHP's stream wrappers follow these URLs with whatever Accept header they like.
+
+Only ``GET``: a ``HEAD`` (link scanners in mail and chat clients probe URLs that way) is a
+405 before the token is even read, as on ``/auth``, so a probe never uses up a single-use
+token. The short-lived links these redirect to (``/files/<link>/...``) answer ``HEAD``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Callable
 from flask import Blueprint, Response, request
 
 from pps.access import CheckedToken, check_token
-from pps.errors import Forbidden, NotFound, PpsError, ValidationFailed
+from pps.errors import Forbidden, MethodNotAllowed, NotFound, PpsError, ValidationFailed
 from pps.file_keys import (
     DRAFT_FILE_KINDS,
     content_type_for,
@@ -34,7 +38,6 @@ from pps.rendering import (
 )
 from pps.storage import StoredFile
 from pps.web.common import services, token_redirect
-from pps.web.hot import handed_over
 
 files_api = Blueprint("files_api", __name__, url_prefix="/api-ext/files")
 log = logging.getLogger(__name__)
@@ -94,7 +97,22 @@ _REDIRECT_HEADERS = {
         "schema": {"type": "string"},
     },
 }
-_FILE_ERRORS = (400, 401, 403, 404, 422, 503)
+_GET_ONLY = (
+    " `HEAD` is refused with `405` (`Allow: GET`) and leaves the token unused; the file "
+    "link itself answers `HEAD`."
+)
+_FILE_ERRORS = (400, 401, 403, 404, 405, 422, 503)
+
+
+@files_api.before_request
+def refuse_head() -> None:
+    """Flask answers ``HEAD`` with the ``GET`` view, which would use the token up."""
+    if request.method == "HEAD":
+        raise MethodNotAllowed(
+            "File URLs answer GET only: a HEAD request would use up a single-use token. "
+            "The file link this URL redirects to answers HEAD.",
+            headers={"Allow": "GET"},
+        )
 
 
 def _file_operation(
@@ -104,7 +122,7 @@ def _file_operation(
     return operation(
         tags=["Files"],
         summary=summary,
-        description=description,
+        description=description + _GET_ONLY,
         status=302,
         security="jwt",
         parameters=[_JWT_PARAMETER, *_IMAGE_PARAMETERS],
@@ -132,8 +150,6 @@ def _file_operation(
     response_description="Redirect to the file.",
 )
 def draft_file(draft_hash: str, kind: str) -> Response:
-    # A rendered PDF is usually linked by pps.web.hot; its errors are raised here.
-    handed_over(request.environ)
     file_kind = DRAFT_FILE_KINDS.get(kind)
     if file_kind is None:
         raise NotFound(

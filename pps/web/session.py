@@ -1,159 +1,69 @@
-"""The signed session cookie, tuned for ``/auth``, which writes a fresh session per request.
+"""The signed session cookie: Flask's own cookie session, opened only where a page needs it.
 
-Same design as Flask's default (itsdangerous, HMAC, timestamped, refused after
-``permanent_session_lifetime``), with two changes that matter on the hot path:
+Signing, timestamps, compression and the ``Set-Cookie`` header are Flask's and
+itsdangerous's (:class:`~flask.sessions.SecureCookieSessionInterface`); pps sets three things:
 
-* the signing serializer is built once per app instead of once per request;
-* the payload is plain compact JSON, never zlib-compressed. Flask's tagged serializer
-  exists to round-trip bytes, tuples and datetimes; pps keeps only strings, numbers and
-  dicts in the session, so the tagging walk is pure overhead;
-* ``/auth`` writes its ``Set-Cookie`` from a template that Werkzeug's ``dump_cookie`` made
-  for the current second (:class:`_CookieTemplate`): the attributes are the same for every
-  login, only the value and the expiry second change.
+* HMAC-SHA256 and the salt ``pps-session`` (cookies signed before this module used Flask's
+  writer, plain JSON with the same key, salt and digest, still load);
+* the signing serializer is built once per app and secret key instead of once per request;
+* where a session exists at all. Only the browser login (``/auth``) and the editor
+  (``/editor/...``) use one. Everything else (the API, the file endpoints and file links,
+  the API reference, static files) gets a read-only empty session: the cookie is not
+  verified, no ``Set-Cookie`` and no ``Vary: Cookie`` go out, and a write fails loudly.
+  ``/auth`` starts a fresh session without reading the one before it: a login replaces
+  whatever the browser held (no fixation), and a refused login leaves it alone.
 """
 
 from __future__ import annotations
 
-import binascii
 import hashlib
-import json
-import time
-from collections.abc import Mapping
-from datetime import UTC, datetime
-from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, NoReturn
 
-from flask import Flask
-from flask.sessions import SecureCookieSessionInterface
-from itsdangerous import Serializer, URLSafeTimedSerializer
-from itsdangerous.encoding import int_to_bytes
-from werkzeug.http import dump_cookie
+from flask import Flask, Request
+from flask.sessions import NullSession, SecureCookieSession, SecureCookieSessionInterface
+from itsdangerous import URLSafeTimedSerializer
 
-from pps.hmac_sha256 import HmacSha256
+__all__ = ["LOGIN_PATH", "SESSION_PREFIXES", "PpsSessionInterface", "Sessionless"]
 
+#: The login writes a new session and never reads the old one.
+LOGIN_PATH = "/auth"
+#: Paths whose pages read and write the session.
+SESSION_PREFIXES = ("/editor/",)
 
-class UncompressedSerializer(URLSafeTimedSerializer):
-    """Never tries zlib: a session here is a few hundred bytes, compressing them costs more
-    than the bytes it saves. Compressed cookies of older versions still load.
-
-    :meth:`dumps` writes exactly what itsdangerous writes (``payload.timestamp.signature``,
-    HMAC over the first two with the derived key) but derives the key, and hashes its HMAC
-    pads (:class:`~pps.hmac_sha256.HmacSha256`), once instead of for every cookie.
-    """
-
-    def dump_payload(self, obj: Any) -> bytes:
-        return _urlsafe_b64(Serializer.dump_payload(self, obj))
-
-    @cached_property
-    def _mac(self) -> HmacSha256:
-        if self.signer_kwargs.get("digest_method") is not hashlib.sha256:
-            raise ValueError("pps session cookies are signed with HMAC-SHA256")
-        return HmacSha256(self.make_signer().derive_key())
-
-    def dumps(self, obj: Any, salt: str | bytes | None = None) -> str:
-        if salt is not None:
-            return super().dumps(obj, salt)
-        return self.dumps_at(obj, int(time.time()))
-
-    def dumps_at(self, obj: Any, timestamp: int) -> str:
-        """:meth:`dumps` signed as of ``timestamp`` (whole seconds since 1970)."""
-        value = self.dump_payload(obj) + b"." + _urlsafe_b64(int_to_bytes(timestamp))
-        mac = self._mac.digest(value)
-        return (value + b"." + _urlsafe_b64(mac)).decode("ascii")
+_SERIALIZER = "pps.session_serializer"
 
 
-_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+class Sessionless(NullSession):
+    """The session of a path that has none: reads see an empty session, writes raise."""
 
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise RuntimeError(
+            "This path has no session: only /auth and the editor use one "
+            "(pps.web.session.SESSION_PREFIXES)."
+        )
 
-def _urlsafe_b64(data: bytes) -> bytes:
-    """itsdangerous's ``base64_encode`` of bytes, without its three layers of calls."""
-    return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
-
-
-class CompactJson:
-    """The ``dumps``/``loads`` pair itsdangerous expects; one encoder for every cookie
-    (``json.dumps`` with options builds a new one per call)."""
-
-    _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
-
-    @staticmethod
-    def dumps(value: Any) -> str:
-        return CompactJson._encoder.encode(value)
-
-    @staticmethod
-    def loads(value: str | bytes) -> Any:
-        return json.loads(value)
+    __setitem__ = __delitem__ = clear = pop = popitem = update = setdefault = _refuse
 
 
 class PpsSessionInterface(SecureCookieSessionInterface):
     salt = "pps-session"
     digest_method = staticmethod(hashlib.sha256)
-    serializer = CompactJson()  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        self._serializers: dict[int, URLSafeTimedSerializer] = {}
-        self._templates: dict[int, _CookieTemplate] = {}
+    null_session_class = Sessionless
 
     def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
-        if not app.secret_key:
-            return None
-        serializer = self._serializers.get(id(app))
-        if serializer is None:
-            serializer = UncompressedSerializer(
-                app.secret_key,
-                salt=self.salt,
-                serializer=self.serializer,
-                signer_kwargs={"key_derivation": "hmac", "digest_method": self.digest_method},
-            )
-            self._serializers[id(app)] = serializer
+        """Flask's serializer, kept per app while the secret keys stay the same."""
+        keys = (app.secret_key, tuple(app.config.get("SECRET_KEY_FALLBACKS") or ()))
+        cached = app.extensions.get(_SERIALIZER)
+        if cached is not None and cached[0] == keys:
+            return cached[1]  # type: ignore[no-any-return]
+        serializer = super().get_signing_serializer(app)
+        app.extensions[_SERIALIZER] = (keys, serializer)
         return serializer
 
-    def fresh_session_cookie(self, app: Flask, data: Mapping[str, Any]) -> str:
-        """``Set-Cookie`` of a new permanent session holding ``data``, exactly as
-        :meth:`save_session` writes it, for answers made outside Flask's request cycle."""
-        serializer = self.get_signing_serializer(app)
-        if not isinstance(serializer, UncompressedSerializer):
-            raise RuntimeError("a session cookie needs the app's SECRET_KEY")
-        now = time.time()
-        value = serializer.dumps_at({**data, "_permanent": True}, int(now))
-        lifetime = app.permanent_session_lifetime.total_seconds()
-        # What dump_cookie writes for expires=now + lifetime: whole seconds, rounded down.
-        expires = int(now + lifetime)
-        template = self._templates.get(id(app))
-        if template is None or template.expires != expires:
-            template = self._cookie_template(app, expires)
-        cookie = template.prefix + value + template.suffix
-        if len(cookie) > app.config["MAX_COOKIE_SIZE"] > 0:
-            return self._dump_cookie(app, value, expires)  # dump_cookie warns, as Flask would
-        return cookie
-
-    def _cookie_template(self, app: Flask, expires: int) -> _CookieTemplate:
-        # A session value (base64url and dots) never needs quoting, so the header is the
-        # one dump_cookie writes for an empty value with the value put in after "name=".
-        empty = self._dump_cookie(app, "", expires)
-        name_part = empty.partition(";")[0]
-        template = _CookieTemplate(expires, name_part, empty[len(name_part) :])
-        self._templates[id(app)] = template  # one dict store: safe across threads
-        return template
-
-    def _dump_cookie(self, app: Flask, value: str, expires: int) -> str:
-        return dump_cookie(
-            self.get_cookie_name(app),
-            value,
-            expires=datetime.fromtimestamp(expires, UTC),
-            path=self.get_cookie_path(app),
-            domain=self.get_cookie_domain(app),
-            secure=self.get_cookie_secure(app),
-            httponly=self.get_cookie_httponly(app),
-            samesite=self.get_cookie_samesite(app),
-            partitioned=self.get_cookie_partitioned(app),
-            max_size=app.config["MAX_COOKIE_SIZE"],
-        )
-
-
-class _CookieTemplate(NamedTuple):
-    """``Set-Cookie`` around the value, for cookies that expire in the second ``expires``."""
-
-    expires: int
-    prefix: str
-    suffix: str
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        path = request.path
+        if path == LOGIN_PATH:
+            return self.session_class() if app.secret_key else None
+        if not path.startswith(SESSION_PREFIXES):
+            return self.make_null_session(app)
+        return super().open_session(app, request)

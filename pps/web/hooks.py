@@ -1,0 +1,63 @@
+"""The app-wide hooks, for what every answer shares whatever its surface.
+
+Two only; everything else is scoped to its blueprint (the API's bearer key, the file
+endpoints' refusal of ``HEAD``):
+
+* :func:`every_answer`: the request id and the headers of :mod:`pps.http_headers` on every
+  answer, errors and redirects included;
+* :func:`relative_routing_redirect`: Werkzeug's routing redirects (``//editor//x`` to
+  ``/editor/x``, a missing or extra trailing slash) name the ``Host`` the client sent as
+  an absolute URL; pps answers them with the path alone, so a forged ``Host`` never comes
+  back in a ``Location``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, request
+from werkzeug.routing import RequestRedirect
+
+from pps.http_errors import request_id
+from pps.http_headers import PAGE_HEADERS
+
+__all__ = ["every_answer", "register_hooks", "relative_routing_redirect"]
+
+
+def every_answer(response: Response) -> Response:
+    """Request id everywhere; ``nosniff`` where there is content; the page defaults on
+    HTML, ours and the error pages (a view may set its own first)."""
+    response.headers["X-Request-ID"] = request_id()
+    if "Content-Type" in response.headers:  # nothing to sniff without content
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        if response.mimetype == "text/html":
+            for name, value in PAGE_HEADERS:
+                response.headers.setdefault(name, value)
+    return response
+
+
+def relative_routing_redirect() -> Response | None:
+    """The redirect Werkzeug's router asked for, with a relative ``Location``.
+
+    Routing runs before the hooks and keeps its outcome in ``request.routing_exception``;
+    Flask hands a :class:`~werkzeug.routing.RequestRedirect` to no error handler, so it is
+    answered here, before any view or blueprint hook would see the request.
+    """
+    redirect = request.routing_exception
+    if not isinstance(redirect, RequestRedirect):
+        return None
+    target = urlsplit(redirect.new_url)
+    # The router's path is built from a rule, so it starts with one slash; a second one
+    # would make it protocol-relative (another host), so it is never let through.
+    location = "/" + target.path.lstrip("/")
+    if target.query:
+        location += "?" + target.query
+    response = Response(b"", status=redirect.code)
+    del response.headers["Content-Type"]
+    response.headers["Location"] = location
+    return response
+
+
+def register_hooks(app: Flask) -> None:
+    app.before_request(relative_routing_redirect)
+    app.after_request(every_answer)

@@ -1,0 +1,54 @@
+"""Request bodies sent without ``Content-Length`` (chunked) are held to the size limit too.
+
+Werkzeug checks ``MAX_CONTENT_LENGTH`` against ``Content-Length`` before reading, and caps a
+chunked body (which has none) at the limit while reading, but reading it whole
+(``request.get_data()``, a urlencoded form) stops quietly at the limit: the rest of the
+body is dropped and the request is processed without it (Werkzeug 3.1's
+``LimitedStream.readall``). :class:`LimitedRequest` reads one byte past the limit to tell
+a body that ends there from one that goes on, and answers the latter with 413 like a
+``Content-Length`` over the limit.
+"""
+
+from __future__ import annotations
+
+from typing import IO, cast
+
+from flask import Request
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.utils import cached_property
+from werkzeug.wsgi import LimitedStream
+
+__all__ = ["LimitedRequest", "MaxBodyStream"]
+
+
+class MaxBodyStream(LimitedStream):
+    """At most ``limit`` bytes of a body whose end the server marks (``wsgi.input_terminated``)."""
+
+    def __init__(self, source: IO[bytes], limit: int) -> None:
+        super().__init__(source, limit, is_max=True)
+        self.source = source
+
+    def on_exhausted(self) -> None:
+        """At the limit: a body that ends there is whole, one that goes on is too large."""
+        if self.source.read(1):
+            raise RequestEntityTooLarge()
+
+    def readall(self) -> bytes:
+        data = super().readall()
+        if self.is_exhausted:
+            self.on_exhausted()
+        return data
+
+
+class LimitedRequest(Request):
+    @cached_property
+    def stream(self) -> IO[bytes]:
+        limit = self.max_content_length
+        if (
+            not self.shallow
+            and limit is not None
+            and self.content_length is None
+            and "wsgi.input_terminated" in self.environ
+        ):
+            return cast(IO[bytes], MaxBodyStream(self.input_stream, limit))
+        return super().stream
