@@ -29,6 +29,7 @@ def security_headers(response: Response) -> Response:
 
 
 def register_web(app: Flask) -> None:
+    from pps.openapi import api_of
     from pps.web import auth, docs, editor, files  # noqa: F401  (routes register on bp)
     from pps.web.file_api import files_api
     from pps.web.hot import HotRoutes
@@ -37,6 +38,6 @@ def register_web(app: Flask) -> None:
     app.session_interface = PpsSessionInterface()
     app.permanent_session_lifetime = auth.SESSION_LIFETIME
     app.register_blueprint(bp)
-    app.register_blueprint(files_api)
+    api_of(app).register_blueprint(files_api)
     app.after_request(security_headers)
     app.wsgi_app = HotRoutes(app)  # type: ignore[method-assign]
