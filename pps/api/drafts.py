@@ -12,6 +12,7 @@ from pps.api.schemas import (
     DraftCreateInput,
     DraftList,
     DraftListArgs,
+    DraftReplicateInput,
     DraftResponse,
     DraftUpdateInput,
 )
@@ -138,13 +139,20 @@ def delete_draft(draft_hash: str) -> Response:
 
 
 @blp.route("/draft/<draft_hash:draft_hash>/replicate", methods=["POST", "GET"])
+@blp.body(DraftReplicateInput)
 @blp.response(200, DraftResponse)
 @blp.errors(404)
-def replicate_draft(draft_hash: str) -> dict[str, Any]:
+def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     """Copy a draft
 
-    A new draft (new hash) with the same template, user and values. GET is accepted too, as
+    A new draft (new hash) with the same template, user and values. `apiDefaultValues` and
+    `customAttributes` sent are laid over the source's, key by key. GET is accepted too, as
     the Magento module sends it.
     """
-    record = _found(services().repository.replicate_draft(current_client().identifier, draft_hash))
-    return {"data": record}
+    record = services().repository.replicate_draft(
+        current_client().identifier,
+        draft_hash,
+        api_default_values=data.get("apiDefaultValues"),
+        custom_attributes=data.get("customAttributes"),
+    )
+    return {"data": _found(record)}

@@ -115,6 +115,11 @@ class DraftUpdateInput(Input):
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
 
+class DraftReplicateInput(DraftUpdateInput):
+    """Values for the copy, laid over the source's key by key; nothing sent: an exact copy
+    (the Magento module sends GET without a body)."""
+
+
 class DraftClaimInput(Input):
     userIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     drafts = fields.List(
