@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 from api_support import assert_error, make_draft, make_template, make_user, snapshot
 from conftest import ApiClient
+from flask import Flask
 from test_api_errors import POST_OR_PUT, endpoint_id, url, valid_body
+from werkzeug.exceptions import MethodNotAllowed
 
 from pps.models import Client
+from pps.openapi import api_of
 from pps.repository.sql import SqlRepository
 
 
@@ -99,6 +102,7 @@ def test_get_put_and_delete_on_claim_are_405(
         response = api.request(method, "/api-ext/draft/claim", json={"drafts": [world["draft"]]})
         body = assert_error(response, 405)
         assert "draft" not in body["message"].lower()  # not "no such draft"
+        assert set(body) == {"message"}  # pps's shape, not flask-smorest's code/status
         assert "POST" in response.headers["Allow"]
     # HEAD answers like GET, without a body
     assert api.request("HEAD", "/api-ext/draft/claim").status_code == 405
@@ -174,3 +178,12 @@ def test_replicate_lays_the_values_sent_over_the_sources(
     assert copy["apiDefaultValues"] == {"Name": "Ada", "City": "Paris"}
     assert copy["customAttributes"] == {"order": "18"}
     assert repo.get_draft(tenant.identifier, stored.draft_hash) == stored
+
+
+def test_flask_smorests_error_handler_answers_in_pps_shape(app: Flask) -> None:
+    """Whichever HTTPException handler Flask picks, the body is pps's, never ``code``/``status``."""
+    with app.test_request_context("/api-ext/draft/claim", method="GET"):
+        response = api_of(app).handle_http_exception(MethodNotAllowed(valid_methods=["POST"]))
+    assert response.status_code == 405
+    assert response.get_json() == {"message": "This method is not allowed here."}
+    assert response.headers["Allow"] == "POST"
