@@ -51,10 +51,12 @@ def register_services(app: Flask, settings: Settings) -> None:
 
 def register_blueprints(app: Flask) -> None:
     from pps.api import register_api
+    from pps.openapi import document_pages
     from pps.web import register_web
 
     register_api(app)
     register_web(app)
+    document_pages(app)
 
 
 def register_error_handlers(app: Flask) -> None:

@@ -70,6 +70,12 @@ def _from_http_exception(exc: HTTPException) -> PpsError:
     return error
 
 
+def http_error_response(exc: HTTPException) -> Response:
+    """Werkzeug's errors (404 route, 405, 413, ...) in pps's shape; flask-smorest's Api
+    answers its HTTP errors through this too."""
+    return error_response(_from_http_exception(exc))
+
+
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(PpsError)
     def _pps_error(error: PpsError) -> Response:
@@ -77,7 +83,7 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> Any:
-        return error_response(_from_http_exception(exc))
+        return http_error_response(exc)
 
     @app.errorhandler(EphemeralUnavailable)
     def _store_down(exc: EphemeralUnavailable) -> Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -111,7 +112,8 @@ def test_the_endpoint_list_is_complete(app: Flask) -> None:
     routed = set()
     for rule in app.url_map.iter_rules():
         if rule.endpoint.startswith("api."):
-            path = rule.rule.replace("<draft_hash>", "{draft}")
+            path = re.sub(r"<[a-z_]+:([a-z_]+)>", r"<\1>", rule.rule)  # converters
+            path = path.replace("<draft_hash>", "{draft}")
             path = path.replace("<processing_id>", "{processing}")
             path = path.replace("<identifier>", "{template}" if "template" in path else "{user}")
             for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}:

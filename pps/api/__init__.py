@@ -1,17 +1,32 @@
-"""The server-to-server API under ``/api-ext``: a bearer API key names the client."""
+"""The server-to-server API under ``/api-ext``: a bearer API key names the client.
+
+``bp`` holds what every resource shares (the bearer key, the Accept check, how a 422 names
+fields); each resource is a :class:`pps.api.blueprint.Blueprint` of its own nested in it
+(:mod:`pps.api.resources`), so endpoints are named ``api.<resource>.<view>``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, current_app, g, jsonify, request
-from flask.typing import ResponseReturnValue
+from flask import Flask, Response, current_app, g, request
+from werkzeug.routing import BaseConverter
 
-from pps.errors import NotAcceptable, Unauthorized
+from pps.api.blueprint import Blueprint
+from pps.api.parser import sent_spellings
+from pps.errors import NotAcceptable, Unauthorized, ValidationFailed
 from pps.models import Client
 from pps.services import Services
 
-bp = Blueprint("api", __name__, url_prefix="/api-ext")
+#: Every bearer-key operation may answer these, whatever it does.
+API_STATUSES = (401, 406, 503)
+
+bp = Blueprint("api", __name__, url_prefix="/api-ext", tag="API")
+
+
+def resource(name: str, tag: str) -> Blueprint:
+    """The blueprint of one resource under ``/api-ext``, documented under ``tag``."""
+    return Blueprint(name, f"pps.api.{name}", tag=tag, always=API_STATUSES)
 
 
 def services() -> Services:
@@ -30,7 +45,6 @@ def bearer_key() -> str:
     return value.strip()
 
 
-@bp.before_request
 def authenticate() -> None:
     """Bearer key first (a stranger learns nothing else), then the Accept header."""
     client = services().clients.by_api_key(bearer_key())
@@ -41,15 +55,47 @@ def authenticate() -> None:
         raise NotAcceptable()
 
 
-def ok(payload: dict[str, Any], status: int = 200) -> ResponseReturnValue:
-    return jsonify(payload), status
+def _name_fields_as_sent(error: ValidationFailed) -> Response:
+    """Name each field of a 422 as the client spelled it too (``user_identifier``), beside
+    the camelCase name every 422 of pps uses."""
+    from pps.http_errors import error_response
+
+    spellings = sent_spellings()
+    if spellings:
+        for key, messages in list(error.errors.items()):
+            head, dot, rest = key.partition(".")
+            if head in spellings:
+                error.errors.setdefault(f"{spellings[head]}{dot}{rest}", list(messages))
+    return error_response(error)
 
 
-def no_content() -> ResponseReturnValue:
-    return "", 204
+bp.before_request(authenticate)
+bp.register_error_handler(ValidationFailed, _name_fields_as_sent)
+
+
+def no_content() -> Response:
+    """DELETE's answer: exactly 204 with an empty body (clients test for 204)."""
+    return current_app.response_class(b"", status=204)
+
+
+class DraftHashConverter(BaseConverter):
+    """A draft hash in a path: anything but ``claim``, so ``GET /api-ext/draft/claim`` is
+    the 405 of ``POST /api-ext/draft/claim``, not a search for a draft named "claim"."""
+
+    regex = r"(?!claim$)[^/]+"
+
+
+def draft_hash_schema(converter: BaseConverter) -> dict[str, Any]:
+    return {
+        "type": "string",
+        "description": "The draft's hash (32 lowercase letters and digits).",
+    }
 
 
 def register_api(app: Flask) -> None:
-    from pps.api import clients, drafts, processing, templates, users  # noqa: F401  (routes on bp)
+    from pps.openapi import api_of
 
-    app.register_blueprint(bp)
+    app.url_map.converters["draft_hash"] = DraftHashConverter
+    import pps.api.resources  # noqa: F401  (nests each resource in bp, once)
+
+    api_of(app).register_blueprint(bp)

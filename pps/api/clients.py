@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from flask.typing import ResponseReturnValue
+from typing import Any
 
-from pps.api import bp, current_client, ok, present
-from pps.api.schemas import ClientOut, one
-from pps.openapi import operation
+from pps.api import current_client, resource
+from pps.api.schemas import ClientResponse
+
+blp = resource("client", "Client")
 
 
-@bp.get("/client")
-@operation(tags=["Client"], summary="Show the calling client", response=one(ClientOut))
-def show_client() -> ResponseReturnValue:
-    return ok({"data": present.client(current_client())})
+@blp.get("/client")
+@blp.response(200, ClientResponse)
+def show_client() -> dict[str, Any]:
+    """Show the calling client"""
+    return {"data": current_client()}

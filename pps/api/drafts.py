@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from flask import request
-from flask.typing import ResponseReturnValue
+from typing import Any
 
-from pps.api import bp, current_client, no_content, ok, present, services
-from pps.api.body import PAGE_PARAMETERS, load, page_args
+from flask import Response, jsonify
+
+from pps.api import current_client, no_content, resource, services
 from pps.api.schemas import (
     DraftClaimInput,
     DraftCreateInput,
-    DraftOut,
+    DraftList,
+    DraftListArgs,
+    DraftReplicateInput,
+    DraftResponse,
     DraftUpdateInput,
-    many,
-    one,
 )
 from pps.errors import NotFound, ValidationFailed
 from pps.models import Draft
-from pps.openapi import operation
+
+blp = resource("drafts", "Draft")
 
 DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
+#: ``POST /draft/claim`` answers a map, not a resource: draft hash -> claimed.
+CLAIM_RESULT = {"type": "object", "additionalProperties": {"type": "boolean"}}
 
 
 def _found(record: Draft | None) -> Draft:
@@ -28,18 +32,16 @@ def _found(record: Draft | None) -> Draft:
     return record
 
 
-@bp.post("/draft")
-@operation(
-    tags=["Draft"],
-    summary="Create a draft of a template for a user",
-    description="`apiDefaultValues` (DataKey to value) pre-fills the draft in the editor. "
-    "The user identifier may be sent as `userIdentifier` or `user_identifier`.",
-    body=DraftCreateInput,
-    response=one(DraftOut),
-    status=201,
-)
-def create_draft() -> ResponseReturnValue:
-    data = load(DraftCreateInput())
+@blp.post("/draft")
+@blp.body(DraftCreateInput)
+@blp.response(201, DraftResponse)
+def create_draft(data: dict[str, Any]) -> dict[str, Any]:
+    """Create a draft of a template for a user
+
+    `apiDefaultValues` (DataKey to value) pre-fills the draft in the editor. The user
+    identifier may be sent as `userIdentifier` or `user_identifier`. A user or template
+    that is not the client's is a 422 naming the field.
+    """
     client = current_client().identifier
     repository = services().repository
     errors: dict[str, list[str]] = {}
@@ -61,39 +63,33 @@ def create_draft() -> ResponseReturnValue:
         raise ValidationFailed(
             errors={"userIdentifier": ["The user or template no longer exists."]}
         )
-    return ok({"data": present.draft(record)}, 201)
+    return {"data": record}
 
 
-@bp.get("/draft")
-@operation(
-    tags=["Draft"],
-    summary="List the client's drafts",
-    parameters=[
-        *PAGE_PARAMETERS,
-        {"name": "user_identifier", "in": "query", "schema": {"type": "string"}},
-    ],
-    response=many(DraftOut),
-)
-def list_drafts() -> ResponseReturnValue:
-    args = page_args()
-    user = request.args.get("user_identifier") or request.args.get("userIdentifier")
+@blp.get("/draft")
+@blp.query(DraftListArgs)
+@blp.response(200, DraftList)
+def list_drafts(args: dict[str, Any]) -> dict[str, Any]:
+    """List the client's drafts"""
     page = services().repository.list_drafts(
-        current_client().identifier, args["page"], args["perPage"], user_identifier=user
+        current_client().identifier,
+        args["page"],
+        args["perPage"],
+        user_identifier=args["userIdentifier"] or None,
     )
-    return ok({"data": [present.draft(item) for item in page.items], "meta": present.meta(page)})
+    return {"data": page.items, "meta": page}
 
 
-@bp.post("/draft/claim")
-@operation(
-    tags=["Draft"],
-    summary="Give drafts to a user",
-    description='Answers `{"<draftHash>": true|false}` without a wrapper: true when the draft '
-    "was (with `dryRun`: would be) claimed. Nothing changes with `dryRun`.",
-    body=DraftClaimInput,
-    response={"type": "object", "additionalProperties": {"type": "boolean"}},
-)
-def claim_drafts() -> ResponseReturnValue:
-    data = load(DraftClaimInput())
+@blp.post("/draft/claim")
+@blp.body(DraftClaimInput)
+@blp.response(200, CLAIM_RESULT)
+@blp.errors(405, s405="`GET`, `PUT` and `DELETE` on this path: only `POST` is allowed.")
+def claim_drafts(data: dict[str, Any]) -> Response:
+    """Give drafts to a user
+
+    Answers `{"<draftHash>": true|false}` without a wrapper: true when the draft was (with
+    `dryRun`: would be) claimed. Nothing changes with `dryRun`.
+    """
     result = services().repository.claim_drafts(
         current_client().identifier, data["userIdentifier"], data["drafts"], data["dryRun"]
     )
@@ -101,56 +97,62 @@ def claim_drafts() -> ResponseReturnValue:
         raise ValidationFailed(
             errors={"userIdentifier": ["No user with this identifier exists for this client."]}
         )
-    return ok(result)
+    return jsonify(result)
 
 
-@bp.get("/draft/<draft_hash>")
-@operation(tags=["Draft"], summary="Show a draft", response=one(DraftOut))
-def show_draft(draft_hash: str) -> ResponseReturnValue:
-    record = _found(services().repository.get_draft(current_client().identifier, draft_hash))
-    return ok({"data": present.draft(record)})
+@blp.get("/draft/<draft_hash:draft_hash>")
+@blp.response(200, DraftResponse)
+@blp.errors(404)
+def show_draft(draft_hash: str) -> dict[str, Any]:
+    """Show a draft"""
+    return {
+        "data": _found(services().repository.get_draft(current_client().identifier, draft_hash))
+    }
 
 
-@bp.put("/draft/<draft_hash>")
-@operation(
-    tags=["Draft"],
-    summary="Update a draft's apiDefaultValues or customAttributes",
-    description="Each object sent replaces the stored one; fields not sent stay as they are.",
-    body=DraftUpdateInput,
-    response=one(DraftOut),
-)
-def update_draft(draft_hash: str) -> ResponseReturnValue:
-    data = load(DraftUpdateInput())
+@blp.put("/draft/<draft_hash:draft_hash>")
+@blp.body(DraftUpdateInput)
+@blp.response(200, DraftResponse)
+@blp.errors(404)
+def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
+    """Update a draft's apiDefaultValues or customAttributes
+
+    Each object sent replaces the stored one; fields not sent stay as they are.
+    """
     record = services().repository.update_draft(
         current_client().identifier,
         draft_hash,
         api_default_values=data.get("apiDefaultValues"),
         custom_attributes=data.get("customAttributes"),
     )
-    return ok({"data": present.draft(_found(record))})
+    return {"data": _found(record)}
 
 
-@bp.delete("/draft/<draft_hash>")
-@operation(
-    tags=["Draft"],
-    summary="Delete a draft",
-    status=204,
-    response_description="Deleted; empty body.",
-)
-def delete_draft(draft_hash: str) -> ResponseReturnValue:
+@blp.delete("/draft/<draft_hash:draft_hash>")
+@blp.response(204, description="Deleted; the body is empty.")
+@blp.errors(404)
+def delete_draft(draft_hash: str) -> Response:
+    """Delete a draft"""
     if not services().repository.delete_draft(current_client().identifier, draft_hash):
         raise NotFound(DRAFT_NOT_FOUND)
     return no_content()
 
 
-@bp.route("/draft/<draft_hash>/replicate", methods=["POST", "GET"])
-@operation(
-    tags=["Draft"],
-    summary="Copy a draft",
-    description="A new draft (new hash) with the same template, user and values. GET is "
-    "accepted too, as the Magento module sends it.",
-    response=one(DraftOut),
-)
-def replicate_draft(draft_hash: str) -> ResponseReturnValue:
-    record = _found(services().repository.replicate_draft(current_client().identifier, draft_hash))
-    return ok({"data": present.draft(record)})
+@blp.route("/draft/<draft_hash:draft_hash>/replicate", methods=["POST", "GET"])
+@blp.body(DraftReplicateInput)
+@blp.response(200, DraftResponse)
+@blp.errors(404)
+def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
+    """Copy a draft
+
+    A new draft (new hash) with the same template, user and values. `apiDefaultValues` and
+    `customAttributes` sent are laid over the source's, key by key. GET is accepted too, as
+    the Magento module sends it.
+    """
+    record = services().repository.replicate_draft(
+        current_client().identifier,
+        draft_hash,
+        api_default_values=data.get("apiDefaultValues"),
+        custom_attributes=data.get("customAttributes"),
+    )
+    return {"data": _found(record)}

@@ -8,19 +8,19 @@ which then finds it in the cache) and reports state changes to ``stateChangedNot
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from flask import jsonify, url_for
-from flask.typing import ResponseReturnValue
+from flask import url_for
 
-from pps.api import bp, current_client, ok, services
-from pps.api.body import load
+from pps.api import current_client, resource, services
 from pps.api.processing_schemas import ProcessingCreatedOut, ProcessingCreateInput, ProcessingOut
 from pps.errors import NotFound, ServiceUnavailable, ValidationFailed
 from pps.jobs.notify import ForbiddenTarget, check_notify_url
 from pps.jobs.queue import JobQueueUnavailable
-from pps.openapi import operation
 
 log = logging.getLogger("pps")
+
+blp = resource("processing", "Files")
 
 PROCESSING_NOT_FOUND = "No processing with this id exists for this client."
 #: Unknown ids named in one 422; the rest are counted.
@@ -31,29 +31,26 @@ def _short(value: str) -> str:
     return value if len(value) <= 80 else f"{value[:77]}..."
 
 
-@bp.post("/pdf-processing")
-@operation(
-    tags=["Files"],
-    summary="Render the print files of several drafts in the background",
-    description="Answers at once with `processingId` (no `data` wrapper). Every draft "
-    "starts `pending`, becomes `in-process` while its print PDF is rendered and ends "
-    "`processed` (fetch it through the draft's `print` file endpoint) or `failed` (with "
-    "`message`). Poll `GET /api-ext/pdf-processing/{processingId}`, or pass "
-    "`stateChangedNotifyUrl` to receive that JSON on each change. Every draft must be one "
-    "of the client's; otherwise 422 names the unknown ids and nothing is queued.",
-    body=ProcessingCreateInput,
-    response=ProcessingCreatedOut,
-    status=201,
-    errors=(400, 401, 406, 413, 422, 503),
-    response_headers={
-        "Location": {
-            "description": "URL of the processing's status.",
-            "schema": {"type": "string"},
-        }
+@blp.post("/pdf-processing")
+@blp.body(ProcessingCreateInput)
+@blp.response(
+    201,
+    ProcessingCreatedOut,
+    headers={
+        "Location": {"description": "URL of the processing's status.", "schema": {"type": "string"}}
     },
 )
-def create_processing() -> ResponseReturnValue:
-    data = load(ProcessingCreateInput())
+def create_processing(data: dict[str, Any]) -> tuple[Any, int, dict[str, str]]:
+    """Render the print files of several drafts in the background
+
+    Answers at once with `processingId` (no `data` wrapper). Every draft starts `pending`,
+    becomes `in-process` while its print PDF is rendered and ends `processed` (fetch it
+    through the draft's `print` file endpoint) or `failed` (with `message`). Poll
+    `GET /api-ext/pdf-processing/{processingId}`, or pass `stateChangedNotifyUrl` to receive
+    that JSON on each change. Every draft must be one of the client's; otherwise 422 names
+    the unknown ids and nothing is queued. 503 when the job queue is unavailable (nothing
+    is queued then).
+    """
     client = current_client().identifier
     settings = services().settings
     store = services().processings
@@ -86,25 +83,21 @@ def create_processing() -> ResponseReturnValue:
         raise ServiceUnavailable(
             "The job queue is unavailable; nothing was queued. Try again shortly."
         ) from None
-    response = jsonify({"processingId": processing.processing_id})
-    response.status_code = 201
-    response.headers["Location"] = url_for(
-        "api.show_processing", processing_id=processing.processing_id
-    )
-    return response
+    location = url_for("api.processing.show_processing", processing_id=processing.processing_id)
+    return processing, 201, {"Location": location}
 
 
-@bp.get("/pdf-processing/<processing_id>")
-@operation(
-    tags=["Files"],
-    summary="Show the state of each draft of a batch",
-    description="`{processingId, draftStates: [{draftId, state, message}]}` without a `data` "
-    "wrapper, drafts in the order they were submitted. The same JSON is what pps POSTs to "
-    "`stateChangedNotifyUrl`.",
-    response=ProcessingOut,
-)
-def show_processing(processing_id: str) -> ResponseReturnValue:
+@blp.get("/pdf-processing/<processing_id>")
+@blp.response(200, ProcessingOut)
+@blp.errors(404)
+def show_processing(processing_id: str) -> dict[str, Any]:
+    """Show the state of each draft of a batch
+
+    `{processingId, draftStates: [{draftId, state, message}]}` without a `data` wrapper,
+    drafts in the order they were submitted. The same JSON is what pps POSTs to
+    `stateChangedNotifyUrl`.
+    """
     processing = services().processings.get(current_client().identifier, processing_id)
     if processing is None:
         raise NotFound(PROCESSING_NOT_FOUND)
-    return ok(processing.status())
+    return processing.status()

@@ -1,4 +1,8 @@
-"""Schemas of ``/api-ext/pdf-processing`` (batch print files); see :mod:`pps.api.schemas`."""
+"""Schemas of ``/api-ext/pdf-processing`` (batch print files); see :mod:`pps.api.schemas`.
+
+``ProcessingCreatedOut`` reads a processing record; ``ProcessingOut`` dumps the JSON of
+``Processing.status()``, which is also what the state-change notification POSTs.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +41,9 @@ class ProcessingCreateInput(Input):
 
 class ProcessingCreatedOut(Output):
     processingId = fields.String(
-        required=True, metadata={"description": "32 hex digits.", "pattern": "^[0-9a-f]{32}$"}
+        attribute="processing_id",
+        required=True,
+        metadata={"description": "32 hex digits.", "pattern": "^[0-9a-f]{32}$"},
     )
 
 

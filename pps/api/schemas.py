@@ -1,5 +1,8 @@
 """marshmallow schemas at the edge: what comes in is validated here, what goes out is
-documented here. They never touch the database or the current client.
+serialised here, and ``/openapi.json`` documents both from these same classes.
+
+Inputs are camelCase (the parser folds ``snake_case`` names into it). Outputs read the
+records of :mod:`pps.models`; fields the PHP SDK types are never null (COMPAT.md).
 """
 
 from __future__ import annotations
@@ -7,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from flask import current_app
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
+
+from pps.models import Draft, Template
 
 MAX_VALUES = 1000
 MAX_VALUE_LENGTH = 10_000
@@ -109,6 +115,11 @@ class DraftUpdateInput(Input):
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
 
+class DraftReplicateInput(DraftUpdateInput):
+    """Values for the copy, laid over the source's key by key; nothing sent: an exact copy
+    (the Magento module sends GET without a body)."""
+
+
 class DraftClaimInput(Input):
     userIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     drafts = fields.List(
@@ -123,48 +134,100 @@ class MergeInput(Input):
     sourceUserIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
 
 
+_PAGE_RANGE = validate.Range(min=1, max=1_000_000)
+_PER_PAGE = fields.Integer(
+    load_default=25,
+    validate=validate.Range(min=1, max=MAX_PER_PAGE),
+    metadata={"description": f"Items per page, 1 to {MAX_PER_PAGE}; `per_page` works too."},
+)
+
+
 class PageArgs(Input):
-    page = fields.Integer(load_default=1, validate=validate.Range(min=1, max=1_000_000))
-    perPage = fields.Integer(load_default=25, validate=validate.Range(min=1, max=MAX_PER_PAGE))
+    page = fields.Integer(load_default=1, validate=_PAGE_RANGE)
+    perPage = _PER_PAGE
 
 
-# -- output (documentation of what the presenters in pps.api.present build) -------------
+class DraftListArgs(PageArgs):
+    userIdentifier = fields.String(
+        load_default=None,
+        metadata={"description": "Only this user's drafts; `user_identifier` works too."},
+    )
+
+
+class TemplateListArgs(Input):
+    page = fields.Integer(
+        load_default=None,
+        validate=_PAGE_RANGE,
+        metadata={"description": "Without `page`, every template of the client in one page."},
+    )
+    perPage = _PER_PAGE
+
+
+# -- output: the wire shapes of COMPAT.md, read from the records ------------------------
 
 
 class Output(Schema):
     pass
 
 
+class Whole(fields.Nested):
+    """A nested object built from the same record as its parent (``profile`` of a user)."""
+
+    def get_value(self, obj: Any, attr: str, accessor: Any = None, default: Any = None) -> Any:
+        return obj
+
+
+class Timestamp(fields.DateTime):
+    """ISO 8601 in UTC with ``Z``, as the reference writes it."""
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
+        text = super()._serialize(value, attr, obj, **kwargs)
+        return text.replace("+00:00", "Z") if isinstance(text, str) else None
+
+
 class ProfileOut(Output):
     salutation = fields.String(allow_none=True)
     title = fields.String(allow_none=True)
-    firstName = fields.String(allow_none=True)
-    lastName = fields.String(allow_none=True)
+    firstName = fields.String(attribute="first_name", allow_none=True)
+    lastName = fields.String(attribute="last_name", allow_none=True)
     email = fields.String(allow_none=True)
 
 
 class UserOut(Output):
     identifier = fields.String(required=True)
     locale = fields.String(allow_none=True)
-    profile = fields.Nested(ProfileOut, required=True)
-    customAttributes = fields.Dict(required=True)
+    profile = Whole(ProfileOut, required=True)
+    customAttributes = fields.Dict(attribute="custom_attributes", required=True)
+
+
+def effective_values(record: Draft) -> dict[str, Any]:
+    """What the editor shows: the shop's defaults, overridden by what the customer saved."""
+    return {**record.api_default_values, **record.values}
+
+
+def filled_count(record: Draft) -> int:
+    return sum(1 for value in effective_values(record).values() if value not in (None, ""))
 
 
 class PersonalizationsOut(Output):
-    amount = fields.Integer(required=True, metadata={"description": "Filled DataKey values."})
+    amount = fields.Function(
+        filled_count,
+        required=True,
+        metadata={"type": "integer", "description": "Filled DataKey values."},
+    )
 
 
 class VariantOut(Output):
-    id = fields.Integer(required=True)
+    id = fields.Integer(dump_default=1, required=True)
     version = fields.Integer(required=True)
 
 
 class DraftOut(Output):
-    draftHash = fields.String(required=True)
-    userIdentifier = fields.String(required=True)
-    userGroupIdentifier = fields.String(allow_none=True)
-    templateIdentifier = fields.String(required=True)
-    activeGroupTemplateIdentifier = fields.String(allow_none=True)
+    draftHash = fields.String(attribute="draft_hash", required=True)
+    userIdentifier = fields.String(attribute="user_identifier", required=True)
+    userGroupIdentifier = fields.String(dump_default=None, allow_none=True)
+    templateIdentifier = fields.String(attribute="template_identifier", required=True)
+    activeGroupTemplateIdentifier = fields.String(dump_default=None, allow_none=True)
     intent = fields.String(required=True)
     state = fields.String(
         required=True,
@@ -174,61 +237,83 @@ class DraftOut(Output):
             "enum": ["init", "edited", "finished"],
         },
     )
-    setupStatus = fields.String(required=True)
-    personalizations = fields.Nested(PersonalizationsOut, required=True)
-    preflightStatus = fields.String(required=True)
-    variant = fields.Nested(VariantOut, required=True)
-    apiDefaultValues = fields.Dict(required=True)
-    customAttributes = fields.Dict(required=True)
-    validationResults = fields.List(fields.Dict(), required=True)
+    setupStatus = fields.String(dump_default="complete", required=True)
+    personalizations = Whole(PersonalizationsOut, required=True)
+    preflightStatus = fields.String(dump_default="none", required=True)
+    variant = Whole(VariantOut, required=True)
+    apiDefaultValues = fields.Dict(attribute="api_default_values", required=True)
+    customAttributes = fields.Dict(attribute="custom_attributes", required=True)
+    validationResults = fields.List(fields.Dict(), dump_default=list, required=True)
+
+
+def preview_url(record: Template) -> str:
+    base_url = current_app.extensions["pps.settings"].base_url
+    return f"{base_url}/api-ext/files/template/{record.identifier}/page-preview-thumb"
 
 
 class TemplateOut(Output):
     identifier = fields.String(required=True)
     name = fields.String(required=True)
-    type = fields.String(required=True)
-    intents = fields.List(fields.String(), required=True)
-    pageCount = fields.Integer(required=True)
-    availTemplate = fields.String(allow_none=True)
-    groupMembers = fields.List(fields.String(), required=True)
-    correctionTemplate = fields.String(allow_none=True)
-    customAttributes = fields.Dict(required=True)
-    dataKeys = fields.List(fields.String(), required=True)
-    updatedAt = fields.DateTime(required=True)
-    variants = fields.List(fields.Dict(), required=True)
-    previewUrl = fields.String(
+    type = fields.String(dump_default="customizable", required=True)
+    intents = fields.List(fields.String(), dump_default=lambda: ["customize"], required=True)
+    pageCount = fields.Integer(attribute="page_count", required=True)
+    availTemplate = fields.String(dump_default=None, allow_none=True)
+    groupMembers = fields.List(fields.String(), dump_default=list, required=True)
+    correctionTemplate = fields.String(dump_default=None, allow_none=True)
+    customAttributes = fields.Dict(attribute="custom_attributes", required=True)
+    dataKeys = fields.List(fields.String(), attribute="data_keys", required=True)
+    updatedAt = Timestamp(attribute="updated_at", required=True)
+    variants = fields.List(fields.Dict(), dump_default=list, required=True)
+    previewUrl = fields.Function(
+        preview_url,
         required=True,
-        metadata={"description": "The page-preview-thumb file endpoint; append ?jwt=..."},
+        metadata={
+            "type": "string",
+            "description": "The page-preview-thumb file endpoint; append ?jwt=...",
+        },
     )
 
 
 class ClientOut(Output):
     identifier = fields.String(required=True)
     name = fields.String(required=True)
-    createdAt = fields.DateTime(required=True)
+    createdAt = Timestamp(attribute="created_at", required=True)
 
 
 class MetaOut(Output):
-    currentPage = fields.Integer(required=True)
-    lastPage = fields.Integer(required=True)
-    perPage = fields.Integer(required=True)
+    """Read from a :class:`pps.repository.Page`."""
+
+    currentPage = fields.Integer(attribute="page", required=True)
+    lastPage = fields.Integer(attribute="last_page", required=True)
+    perPage = fields.Integer(attribute="per_page", required=True)
     total = fields.Integer(required=True)
 
 
-# The schema classes themselves go into these shapes (not "$ref" strings): apispec's
-# marshmallow plugin then registers each one under components and writes the reference, so a
-# documented response can never point at a component that does not exist.
+class SuccessOut(Output):
+    success = fields.Boolean(required=True)
 
 
-def one(schema: type[Output]) -> dict[str, Any]:
-    """OpenAPI shape of ``{"data": <schema>}``."""
-    return {"type": "object", "required": ["data"], "properties": {"data": schema}}
+def one(schema: type[Output]) -> type[Schema]:
+    """``{"data": <schema>}``, named ``<schema>One`` in the reference."""
+    name = schema.__name__.removesuffix("Out")
+    return Schema.from_dict({"data": fields.Nested(schema, required=True)}, name=f"{name}Response")
 
 
-def many(schema: type[Output]) -> dict[str, Any]:
-    """OpenAPI shape of ``{"data": [<schema>...], "meta": {...}}``."""
-    return {
-        "type": "object",
-        "required": ["data", "meta"],
-        "properties": {"data": {"type": "array", "items": schema}, "meta": MetaOut},
-    }
+def many(schema: type[Output]) -> type[Schema]:
+    """``{"data": [<schema>...], "meta": {...}}``; dumps ``{"data": items, "meta": page}``."""
+    name = schema.__name__.removesuffix("Out")
+    return Schema.from_dict(
+        {
+            "data": fields.List(fields.Nested(schema), required=True),
+            "meta": fields.Nested(MetaOut, required=True),
+        },
+        name=f"{name}List",
+    )
+
+
+UserResponse = one(UserOut)
+DraftResponse = one(DraftOut)
+DraftList = many(DraftOut)
+TemplateResponse = one(TemplateOut)
+TemplateList = many(TemplateOut)
+ClientResponse = one(ClientOut)

@@ -2,47 +2,37 @@
 
 from __future__ import annotations
 
-from flask import request
-from flask.typing import ResponseReturnValue
+from typing import Any
 
-from pps.api import bp, current_client, ok, present, services
-from pps.api.body import PAGE_PARAMETERS, page_args
-from pps.api.schemas import TemplateOut, many, one
+from pps.api import current_client, resource, services
+from pps.api.schemas import TemplateList, TemplateListArgs, TemplateResponse
 from pps.errors import NotFound
-from pps.openapi import operation
+
+blp = resource("templates", "Template")
 
 
-@bp.get("/template")
-@operation(
-    tags=["Template"],
-    summary="List templates",
-    description="Without `page`, every template of the client in one response.",
-    parameters=PAGE_PARAMETERS,
-    response=many(TemplateOut),
-)
-def list_templates() -> ResponseReturnValue:
+@blp.get("/template")
+@blp.query(TemplateListArgs)
+@blp.response(200, TemplateList)
+def list_templates(args: dict[str, Any]) -> dict[str, Any]:
+    """List templates
+
+    Without `page`, every template of the client in one response.
+    """
     client = current_client().identifier
-    if "page" in request.args:
-        args = page_args()
-        page = services().repository.list_templates(client, args["page"], args["perPage"])
-    else:
-        page_args()
+    if args["page"] is None:
         page = services().repository.list_templates(client)
-    base_url = services().settings.base_url
-    return ok(
-        {
-            "data": [present.template(item, base_url) for item in page.items],
-            "meta": present.meta(page),
-        }
-    )
+    else:
+        page = services().repository.list_templates(client, args["page"], args["perPage"])
+    return {"data": page.items, "meta": page}
 
 
-@bp.get("/template/<identifier>")
-@operation(
-    tags=["Template"], summary="Show a template with its DataKeys", response=one(TemplateOut)
-)
-def show_template(identifier: str) -> ResponseReturnValue:
+@blp.get("/template/<identifier>")
+@blp.response(200, TemplateResponse)
+@blp.errors(404)
+def show_template(identifier: str) -> dict[str, Any]:
+    """Show a template with its DataKeys"""
     record = services().repository.get_template(current_client().identifier, identifier)
     if record is None:
         raise NotFound("No template with this identifier exists for this client.")
-    return ok({"data": present.template(record, services().settings.base_url)})
+    return {"data": record}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask.typing import ResponseReturnValue
+from flask import Response
 
-from pps.api import bp, current_client, no_content, ok, present, services
-from pps.api.body import load
-from pps.api.schemas import MergeInput, UserInput, UserOut, one
+from pps.api import current_client, no_content, resource, services
+from pps.api.schemas import MergeInput, SuccessOut, UserInput, UserResponse
 from pps.errors import NotFound, ValidationFailed
-from pps.openapi import operation
+
+blp = resource("users", "User")
 
 _FIELD_NAMES = {
     "email": "email",
@@ -31,72 +31,66 @@ def _fields(data: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-@bp.post("/user")
-@operation(
-    tags=["User"],
-    summary="Create a user",
-    description="The body is optional; the new user belongs to the calling client.",
-    body=UserInput,
-    response=one(UserOut),
-    status=201,
-)
-def create_user() -> ResponseReturnValue:
-    data = load(UserInput())
+@blp.post("/user")
+@blp.body(UserInput)
+@blp.response(201, UserResponse)
+def create_user(data: dict[str, Any]) -> dict[str, Any]:
+    """Create a user
+
+    The body is optional; the new user belongs to the calling client.
+    """
     record = services().repository.create_user(current_client().identifier, _fields(data))
-    return ok({"data": present.user(record)}, 201)
+    return {"data": record}
 
 
-@bp.get("/user/<identifier>")
-@operation(tags=["User"], summary="Show a user", response=one(UserOut))
-def show_user(identifier: str) -> ResponseReturnValue:
+@blp.get("/user/<identifier>")
+@blp.response(200, UserResponse)
+@blp.errors(404)
+def show_user(identifier: str) -> dict[str, Any]:
+    """Show a user"""
     record = services().repository.get_user(current_client().identifier, identifier)
     if record is None:
         raise NotFound(USER_NOT_FOUND)
-    return ok({"data": present.user(record)})
+    return {"data": record}
 
 
-@bp.put("/user/<identifier>")
-@operation(
-    tags=["User"],
-    summary="Update a user",
-    description="Only the fields sent are changed.",
-    body=UserInput,
-    response=one(UserOut),
-)
-def update_user(identifier: str) -> ResponseReturnValue:
-    data = load(UserInput())
+@blp.put("/user/<identifier>")
+@blp.body(UserInput)
+@blp.response(200, UserResponse)
+@blp.errors(404)
+def update_user(data: dict[str, Any], identifier: str) -> dict[str, Any]:
+    """Update a user
+
+    Only the fields sent are changed.
+    """
     record = services().repository.update_user(
         current_client().identifier, identifier, _fields(data)
     )
     if record is None:
         raise NotFound(USER_NOT_FOUND)
-    return ok({"data": present.user(record)})
+    return {"data": record}
 
 
-@bp.delete("/user/<identifier>")
-@operation(
-    tags=["User"],
-    summary="Delete a user and the user's drafts",
-    status=204,
-    response_description="Deleted; the body is empty.",
-)
-def delete_user(identifier: str) -> ResponseReturnValue:
+@blp.delete("/user/<identifier>")
+@blp.response(204, description="Deleted; the body is empty.")
+@blp.errors(404)
+def delete_user(identifier: str) -> Response:
+    """Delete a user and the user's drafts"""
     if not services().repository.delete_user(current_client().identifier, identifier):
         raise NotFound(USER_NOT_FOUND)
     return no_content()
 
 
-@bp.post("/user/<identifier>/merge")
-@operation(
-    tags=["User"],
-    summary="Merge another user into this one",
-    description="Moves the source user's drafts to this user and deletes the source user. "
-    'Answers `{"success": true}` without a `data` wrapper; 404 when either user is unknown.',
-    body=MergeInput,
-    response={"type": "object", "properties": {"success": {"type": "boolean"}}},
-)
-def merge_user(identifier: str) -> ResponseReturnValue:
-    data = load(MergeInput())
+@blp.post("/user/<identifier>/merge")
+@blp.body(MergeInput)
+@blp.response(200, SuccessOut)
+@blp.errors(404, s404="The target or the source user is unknown for this client.")
+def merge_user(data: dict[str, Any], identifier: str) -> dict[str, Any]:
+    """Merge another user into this one
+
+    Moves the source user's drafts to this user and deletes the source user. Answers
+    `{"success": true}` without a `data` wrapper; 404 when either user is unknown.
+    """
     client = current_client().identifier
     repository = services().repository
     if repository.get_user(client, identifier) is None:
@@ -109,4 +103,4 @@ def merge_user(identifier: str) -> ResponseReturnValue:
     if not repository.merge_users(client, identifier, source):
         # The source is addressed like the target: unknown (or another client's) is a 404.
         raise NotFound("No source user with this identifier exists for this client.")
-    return ok({"success": True})
+    return {"success": True}

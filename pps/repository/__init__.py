@@ -152,8 +152,16 @@ class Repository(Protocol):
 
     def delete_draft(self, client: str, draft_hash: str) -> bool: ...
 
-    def replicate_draft(self, client: str, draft_hash: str) -> Draft | None:
-        """A new draft with a new hash and the same template, user and values."""
+    def replicate_draft(
+        self,
+        client: str,
+        draft_hash: str,
+        *,
+        api_default_values: JsonObject | None = None,
+        custom_attributes: JsonObject | None = None,
+    ) -> Draft | None:
+        """A new draft with a new hash and the same template, user and values; the maps
+        given are laid over the source's, key by key."""
         ...
 
     def claim_drafts(

@@ -563,7 +563,14 @@ class SqlRepository:
             )
         return bool(result.rowcount)
 
-    def replicate_draft(self, client: str, draft_hash: str) -> Draft | None:
+    def replicate_draft(
+        self,
+        client: str,
+        draft_hash: str,
+        *,
+        api_default_values: JsonObject | None = None,
+        custom_attributes: JsonObject | None = None,
+    ) -> Draft | None:
         original = self.get_draft(client, draft_hash)
         if original is None:
             return None
@@ -575,8 +582,8 @@ class SqlRepository:
             "intent": original.intent,
             "state": original.state,
             "values": original.values,
-            "api_default_values": original.api_default_values,
-            "custom_attributes": original.custom_attributes,
+            "api_default_values": {**original.api_default_values, **(api_default_values or {})},
+            "custom_attributes": {**original.custom_attributes, **(custom_attributes or {})},
             "version": 1,
             "created_at": now,
             "updated_at": now,

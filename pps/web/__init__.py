@@ -19,6 +19,7 @@ bp = Blueprint(
 
 
 def register_web(app: Flask) -> None:
+    from pps.openapi import api_of
     from pps.web import auth, docs, editor, files  # noqa: F401  (routes register on bp)
     from pps.web.file_api import files_api
     from pps.web.session import PpsSessionInterface
@@ -26,4 +27,4 @@ def register_web(app: Flask) -> None:
     app.session_interface = PpsSessionInterface()
     app.permanent_session_lifetime = auth.SESSION_LIFETIME
     app.register_blueprint(bp)
-    app.register_blueprint(files_api)
+    api_of(app).register_blueprint(files_api)

@@ -21,41 +21,13 @@ from pps.login import (
     Login,
     log_in,
 )
-from pps.openapi import operation
 from pps.web import bp
 from pps.web.common import services, token_redirect
 
 __all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "logged_in_as", "login"]
 
-_AUTH_DESCRIPTION = """\
-Browser entry point. The shop signs a JWT (HS256, its API key as the key) with `client`,
-`user` (a user of that client), `jti` (header or payload; every token logs in once) and
-optionally `redirect`, `exp`, `nbf` and `urlPath` (which must then be `/auth`).
-
-On success the user is logged in (a fresh session cookie, HttpOnly, SameSite=Lax, 8 hours)
-and the answer is `302` to the `redirect` claim: a path on this service or an absolute URL on
-this service's origin or one of the client's allowed origins. Without `redirect` a page says
-the user is logged in.
-
-Errors are HTML pages with a request id: `400` for a missing or malformed token or a refused
-redirect target, `401` for a bad signature, unknown client or user, expired token, missing
-`user`/`jti`, or a token used before; `503` when the session store is unavailable (nobody is
-logged in then). A refused token's `jti` is not used up.
-"""
-
 
 @bp.get("/auth")
-@operation(
-    tags=["Auth"],
-    summary="Log a user in with a signed JWT and redirect",
-    description=_AUTH_DESCRIPTION,
-    status=302,
-    security="jwt",
-    errors=(),
-    response_description="Logged in; redirect to the `redirect` claim.",
-    response_headers={"Location": {"schema": {"type": "string"}}},
-    content_type="text/html",
-)
 def login() -> Any:
     if request.method == "HEAD":
         # Flask answers HEAD with the GET view; link scanners in mail and chat clients probe

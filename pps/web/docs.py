@@ -14,7 +14,7 @@ from flask import Response, current_app, jsonify, render_template, request, send
 from swagger_ui_bundle import swagger_ui_path
 
 from pps.errors import NotFound
-from pps.openapi import build_spec, operation
+from pps.openapi import build_spec
 from pps.web import bp
 
 #: The files of the bundle the page uses; nothing else of the package is served.
@@ -52,13 +52,6 @@ def cached_spec() -> dict[str, Any]:
 
 
 @bp.get("/openapi.json")
-@operation(
-    tags=["Docs"],
-    summary="This reference as an OpenAPI 3 document",
-    security=None,
-    errors=(),
-    response={"type": "object"},
-)
 def openapi_json() -> Response:
     response = jsonify(cached_spec())
     response.headers["Cache-Control"] = "no-cache"
@@ -67,13 +60,6 @@ def openapi_json() -> Response:
 
 
 @bp.get("/docs")
-@operation(
-    tags=["Docs"],
-    summary="This reference, interactive (Swagger UI)",
-    security=None,
-    errors=(),
-    content_type="text/html",
-)
 def docs() -> Response:
     response = Response(render_template("docs.html"), mimetype="text/html")
     response.headers["Content-Security-Policy"] = DOCS_CSP
@@ -81,13 +67,6 @@ def docs() -> Response:
 
 
 @bp.get("/docs/assets/<filename>")
-@operation(
-    tags=["Docs"],
-    summary="Swagger UI's scripts and styles, served locally",
-    security=None,
-    errors=(404,),
-    content_type="application/octet-stream",
-)
 def docs_asset(filename: str) -> Response:
     if filename not in DOCS_ASSETS:
         raise NotFound()
@@ -96,13 +75,6 @@ def docs_asset(filename: str) -> Response:
 
 
 @bp.get("/")
-@operation(
-    tags=["Docs"],
-    summary="Home page, linking the reference",
-    security=None,
-    errors=(),
-    content_type="text/html",
-)
 def home() -> Response:
     # ``pps demo`` sends the editor's Finish and Cancel here, standing in for a shop.
     returned = request.args.get("returned")

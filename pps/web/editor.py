@@ -29,7 +29,6 @@ from pps.callbacks import CALLBACK_PARAMS, editor_callbacks
 from pps.errors import NotFound, PayloadTooLarge, PpsError
 from pps.http_headers import PAGE_CSP
 from pps.models import DRAFT_STATES, Client, Draft, Template
-from pps.openapi import operation
 from pps.render import (
     Field,
     InvalidValues,
@@ -118,76 +117,15 @@ class PreviewBusy(PpsError):
         super().__init__(headers={"Retry-After": "2"})
 
 
-_EDITOR_DESCRIPTION = """\
-Browser page, for the user logged in through `/auth`. `step` is `edit` (a form with one
-input per DataKey and a live preview) or `preview` (every page large); without a step the
-editor opens at the step last visited (`edit` at first). Query parameters as the shop sends
-them: `callback`, `callback_cancel`, `callback_halt` (standard base64 of a URL,
-URL-encoded), `callback_target`, `locale` (`en` or `de`; remembered for the session).
-Callbacks that came inside the signed `redirect` claim of the login are used as they are;
-others only when their origin is one of the client's allowed origins; a button whose
-callback is refused is shown disabled with the reason.
-
-Draft states: `init` (created), `edited` (saved in the editor), `finished` (the customer
-pressed Finish; saving again makes it `edited`).
-
-HTML errors: `401` without a login for this draft's user, `404` for an unknown draft or step.
-"""
-
-_FORM_DESCRIPTION = """\
-The editor's form, sent by the browser (`application/x-www-form-urlencoded`): `csrf_token`
-(from the page; missing: `400`, wrong: `403`, nothing saved), `v:<DataKey>` per value and
-`action`: `save` (then `303` back to the form), `preview` (then `303` to the preview step)
-or `halt` (then `303` to `callback_halt`). Values are checked against the template (required
-keys, maximum length, fitting their box); on a problem the answer is `422` with the form and
-a message beside each field, and nothing is saved. Saving sets the draft's state to
-`edited` and bumps its version. More than 1000 form fields or a body over the size limit:
-`413`.
-"""
-
-_FINISH_DESCRIPTION = """\
-Finish personalizing: with `csrf_token` and optionally the form's `v:<DataKey>` values
-(saved first, checked as for saving). The draft's state becomes `finished` and the browser
-is sent (`303`) to the decoded `callback`, unchanged. When no callback may be followed the
-answer is `303` to the preview step. Errors as for saving.
-"""
-
-_IMAGE_DESCRIPTION = """\
-A page (`page` counted from 0) as PNG, `width` 960 or 1600 pixels. `GET`: the saved draft,
-cached by draft version. `POST` with the form's `csrf_token` and `v:<DataKey>` values: the
-page rendered from those values without saving them (the live preview); `422` with
-`{"message", "errors"}` per DataKey when they cannot be rendered, `429` when sent faster
-than four times a second per page, `503` when the renderer is busy.
-"""
-
-
 # -- pages -------------------------------------------------------------------------------
 
 
 @bp.get("/editor/<draft_hash>")
-@operation(
-    tags=["Auth"],
-    summary="Open the editor at the last visited step",
-    description=_EDITOR_DESCRIPTION,
-    security=None,
-    errors=(),
-    response_description="The editor page.",
-    content_type="text/html",
-)
 def editor_default(draft_hash: str) -> Response:
     return _show(draft_hash, None)
 
 
 @bp.get("/editor/<draft_hash>/<step>")
-@operation(
-    tags=["Auth"],
-    summary="Open the editor at a step",
-    description=_EDITOR_DESCRIPTION,
-    security=None,
-    errors=(),
-    response_description="The editor page.",
-    content_type="text/html",
-)
 def editor_step(draft_hash: str, step: str) -> Response:
     if step not in STEPS:
         raise NotFound(f"The editor has no step {step!r}; use one of: {', '.join(STEPS)}.")
@@ -195,17 +133,6 @@ def editor_step(draft_hash: str, step: str) -> Response:
 
 
 @bp.post("/editor/<draft_hash>/edit")
-@operation(
-    tags=["Auth"],
-    summary="Save the editor's form",
-    description=_FORM_DESCRIPTION,
-    status=303,
-    security=None,
-    errors=(),
-    response_description="Saved; redirect to the next page.",
-    response_headers={"Location": {"schema": {"type": "string"}}},
-    content_type="text/html",
-)
 def editor_save(draft_hash: str) -> Response:
     saved = _save_form(draft_hash, state="edited")
     if isinstance(saved, Response):
@@ -223,17 +150,6 @@ def editor_save(draft_hash: str) -> Response:
 
 
 @bp.post("/editor/<draft_hash>/finish")
-@operation(
-    tags=["Auth"],
-    summary="Finish personalizing and return to the shop",
-    description=_FINISH_DESCRIPTION,
-    status=303,
-    security=None,
-    errors=(),
-    response_description="Finished; redirect to the shop's callback.",
-    response_headers={"Location": {"schema": {"type": "string"}}},
-    content_type="text/html",
-)
 def editor_finish(draft_hash: str) -> Response:
     saved = _save_form(draft_hash, state="finished")
     if isinstance(saved, Response):
@@ -248,24 +164,6 @@ def editor_finish(draft_hash: str) -> Response:
 
 
 @bp.route("/editor/<draft_hash>/page/<int:page>.png", methods=["GET", "POST"])
-@operation(
-    tags=["Auth"],
-    summary="A page of the design as PNG (saved, or from unsaved form values)",
-    description=_IMAGE_DESCRIPTION,
-    security=None,
-    errors=(),
-    response_description="The PNG.",
-    content_type="image/png",
-    response={"type": "string", "format": "binary"},
-    parameters=[
-        {
-            "name": "width",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "integer", "enum": list(IMAGE_WIDTHS)},
-        }
-    ],
-)
 def editor_page_image(draft_hash: str, page: int) -> Response:
     ctx = _load(draft_hash)
     text = request.args.get("width", str(EDIT_WIDTH))

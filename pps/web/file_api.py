@@ -16,9 +16,10 @@ import logging
 import re
 from collections.abc import Callable
 
-from flask import Blueprint, Response, request
+from flask import Response, request
 
 from pps.access import CheckedToken, check_token
+from pps.api.blueprint import Blueprint, F
 from pps.errors import Forbidden, MethodNotAllowed, NotFound, PpsError, ValidationFailed
 from pps.file_keys import (
     DRAFT_FILE_KINDS,
@@ -28,7 +29,6 @@ from pps.file_keys import (
 )
 from pps.file_links import issue_link, owned_draft
 from pps.models import DraftRef
-from pps.openapi import F, operation
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
 from pps.rendering import (
     TemplateNotRenderable,
@@ -39,7 +39,6 @@ from pps.rendering import (
 from pps.storage import StoredFile
 from pps.web.common import services, token_redirect
 
-files_api = Blueprint("files_api", __name__, url_prefix="/api-ext/files")
 log = logging.getLogger(__name__)
 
 #: ``page`` in file URLs counts from 1 (the first page), as people and shop code count;
@@ -104,7 +103,16 @@ _GET_ONLY = (
 _FILE_ERRORS = (400, 401, 403, 404, 405, 422, 503)
 
 
-@files_api.before_request
+files_api = Blueprint(
+    "files_api",
+    __name__,
+    url_prefix="/api-ext/files",
+    tag="Files",
+    security=[{"jwt": []}],
+    always=_FILE_ERRORS,
+)
+
+
 def refuse_head() -> None:
     """Flask answers ``HEAD`` with the ``GET`` view, which would use the token up."""
     if request.method == "HEAD":
@@ -115,21 +123,24 @@ def refuse_head() -> None:
         )
 
 
+files_api.before_request(refuse_head)
+
+
 def _file_operation(
     *, summary: str, description: str, response_description: str
 ) -> Callable[[F], F]:
     """The OpenAPI entry of a file endpoint: a JWT in the query, a ``302`` to a file link."""
-    return operation(
-        tags=["Files"],
+    document = files_api.doc(
         summary=summary,
         description=description + _GET_ONLY,
-        status=302,
-        security="jwt",
         parameters=[_JWT_PARAMETER, *_IMAGE_PARAMETERS],
-        errors=_FILE_ERRORS,
-        response_description=response_description,
-        response_headers=_REDIRECT_HEADERS,
     )
+    redirect = files_api.response(302, description=response_description, headers=_REDIRECT_HEADERS)
+
+    def decorate(view: F) -> F:
+        return redirect(document(view))  # type: ignore[no-any-return]
+
+    return decorate
 
 
 @files_api.get("/draft/<draft_hash>/<kind>")

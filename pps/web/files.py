@@ -16,7 +16,6 @@ from flask import Response, send_file
 
 from pps.ephemeral import link_key
 from pps.errors import NotFound
-from pps.openapi import operation
 from pps.web import bp
 from pps.web.common import services
 
@@ -26,21 +25,6 @@ class LinkGone(NotFound):
 
 
 @bp.get("/files/<token>/<filename>")
-@operation(
-    tags=["Files"],
-    summary="Download a file through a short-lived link",
-    description=(
-        "The target of the redirects of `/api-ext/files/*`. Serves the file itself "
-        "(`Content-Disposition: inline`), supports HEAD, Range and conditional requests, "
-        "and can be fetched repeatedly until the link expires; then `404` with a JSON "
-        "`message`."
-    ),
-    security=None,
-    errors=(404, 503),
-    response_description="The file's bytes.",
-    content_type="application/octet-stream",
-    response={"type": "string", "format": "binary"},
-)
 def file_link(token: str, filename: str) -> Any:
     svc = services()
     raw = svc.ephemeral.get_link(link_key(token))

@@ -1,0 +1,194 @@
+"""The flask-smorest Blueprint every documented pps endpoint is declared on.
+
+One declaration per contract: ``@blp.body`` / ``@blp.query`` validate with a schema and
+document it, ``@blp.response`` serialises with a schema and documents it, and
+``@blp.errors`` lists the other statuses the view really answers, with the error schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+import flask_smorest
+from marshmallow import Schema, fields
+
+from pps.api.parser import BODY, parser
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: What each error status means, as the reference says it for every operation.
+STATUS_DESCRIPTIONS = {
+    400: "Malformed request: the body is not valid JSON, or a form body is not UTF-8.",
+    401: "Missing, unknown or invalid credentials.",
+    403: "The credentials do not allow this.",
+    404: "No such resource for this client.",
+    405: "This method is not allowed here; `Allow` lists the methods that are.",
+    406: "The Accept header excludes application/json.",
+    409: "The request conflicts with the current state of the resource.",
+    413: "The body is larger than the limit.",
+    415: "The body is neither application/json nor a form.",
+    422: "The data was understood but is invalid; `errors` says per field.",
+    429: "Too many requests; `Retry-After` says when to try again.",
+    503: "A backing service is unavailable; nothing was done. Try again shortly.",
+}
+
+#: The statuses a body adds to an operation.
+BODY_STATUSES = (400, 413, 415, 422)
+
+
+class ErrorOut(Schema):
+    """Every error body, 4xx and 5xx alike (COMPAT.md)."""
+
+    message = fields.String(
+        required=True, metadata={"description": "What went wrong, for a developer."}
+    )
+    errors = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String()),
+        metadata={
+            "description": "On 422: per field, the list of problems. A field is named in "
+            "camelCase, and also as the client spelled it when that differed "
+            "(`user_identifier`)."
+        },
+    )
+
+
+def form_schema(schema: Schema) -> dict[str, Any]:
+    """The form encoding of a body schema: the schema itself, plus ``name[]`` for each list
+    (PHP's ``a[]=x``) beside the repeated key ``a=x&a=y`` the encoding object documents."""
+    php_lists = {
+        f"{name}[]": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": f"PHP's spelling of `{name}`: `{name}[]=a&{name}[]=b`.",
+        }
+        for name, field in schema.fields.items()
+        if isinstance(field, fields.List)
+    }
+    if not php_lists:
+        return {"schema": schema}
+    return {"schema": {"allOf": [schema, {"type": "object", "properties": php_lists}]}}
+
+
+def form_encoding(schema: Schema) -> dict[str, dict[str, Any]]:
+    """Lists as repeated keys (``explode``), maps as ``a[key]=value`` (``deepObject``)."""
+    encoding: dict[str, dict[str, Any]] = {}
+    for name, field in schema.fields.items():
+        if isinstance(field, fields.List):
+            encoding[name] = {"style": "form", "explode": True}
+        elif isinstance(field, fields.Dict):
+            encoding[name] = {"style": "deepObject", "explode": True}
+    return encoding
+
+
+class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
+    """A resource: its routes are tagged ``tag`` and need ``security`` (an OpenAPI
+    security requirement list; ``[]`` for none)."""
+
+    ARGUMENTS_PARSER = parser
+    DEFAULT_LOCATION_CONTENT_TYPE_MAPPING: ClassVar[dict[str, str]] = {
+        **flask_smorest.Blueprint.DEFAULT_LOCATION_CONTENT_TYPE_MAPPING,
+        BODY: "application/json",
+    }
+
+    def __init__(
+        self,
+        name: str,
+        import_name: str,
+        *,
+        tag: str,
+        security: list[dict[str, list[str]]] | None = None,
+        always: tuple[int, ...] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name, import_name, **kwargs)
+        self.tag = tag
+        self.security = [{"bearer": []}] if security is None else security
+        self.always = always
+
+    def route(
+        self,
+        rule: str,
+        *,
+        parameters: list[Any] | None = None,
+        tags: list[str] | None = None,
+        **options: Any,
+    ) -> Callable[[F], F]:
+        register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
+
+        def decorator(func: F) -> F:
+            func = self.errors(*self.always)(func)
+            func = self.doc(security=self.security)(func)
+            register(func)
+            return func
+
+        return decorator
+
+    # flask-smorest has no type hints: these give the decorators pps uses their types.
+
+    def get(self, rule: str, **options: Any) -> Callable[[F], F]:
+        return self.route(rule, methods=["GET"], **options)
+
+    def post(self, rule: str, **options: Any) -> Callable[[F], F]:
+        return self.route(rule, methods=["POST"], **options)
+
+    def put(self, rule: str, **options: Any) -> Callable[[F], F]:
+        return self.route(rule, methods=["PUT"], **options)
+
+    def delete(self, rule: str, **options: Any) -> Callable[[F], F]:
+        return self.route(rule, methods=["DELETE"], **options)
+
+    def response(self, status_code: int, schema: Any = None, **options: Any) -> Callable[[F], F]:
+        """Serialise what the view returns with ``schema`` (a view returning a Response is
+        passed through; ``schema`` then only documents it)."""
+        decorator: Callable[[F], F] = super().response(status_code, schema, **options)
+        return decorator
+
+    def body(
+        self, schema: Schema | type[Schema], description: str | None = None
+    ) -> Callable[[F], F]:
+        """The request body: JSON or a form, validated by ``schema`` (the view gets a dict)."""
+        instance = schema() if isinstance(schema, type) else schema
+        arguments = self.arguments(instance, location=BODY, required=False, description=description)
+        form = {
+            **form_schema(instance),
+            "encoding": form_encoding(instance),
+        }
+        document = self.doc(requestBody={"content": {"application/x-www-form-urlencoded": form}})
+        add_errors = self.errors(*BODY_STATUSES)
+
+        def decorator(func: F) -> F:
+            return add_errors(document(arguments(func)))  # type: ignore[no-any-return]
+
+        return decorator
+
+    def query(self, schema: Schema | type[Schema]) -> Callable[[F], F]:
+        """Query parameters validated by ``schema`` (422 per field)."""
+        instance = schema() if isinstance(schema, type) else schema
+        arguments = self.arguments(instance, location="query")
+        add_errors = self.errors(422)
+
+        def decorator(func: F) -> F:
+            return add_errors(arguments(func))  # type: ignore[no-any-return]
+
+        return decorator
+
+    def errors(self, *statuses: int, **described: str) -> Callable[[F], F]:
+        """Document error statuses with the error schema; ``described`` overrides the
+        standard description of a status, keyed ``s404`` and so on."""
+        decorators = [
+            self.alt_response(
+                status,
+                schema=ErrorOut,
+                description=described.get(f"s{status}", STATUS_DESCRIPTIONS[status]),
+            )
+            for status in statuses
+        ]
+
+        def decorator(func: F) -> F:
+            for add in decorators:
+                func = add(func)
+            return func
+
+        return decorator

@@ -1,0 +1,255 @@
+"""Request data as the reference product's clients send it, in one webargs parser.
+
+Bodies come as JSON objects, as PHP's ``[]`` for an empty object, as form fields (PHP nests
+``a[b]=c`` and lists ``a[]=x``; other clients repeat a key), or not at all, even under
+``Content-Type: application/json``. Field names come as ``snake_case`` or ``camelCase``; both
+are folded to the camelCase the schemas declare (camelCase wins a tie). The ``php`` location
+reads bodies that way, ``query`` folds query names the same way; every refusal is a
+:class:`pps.errors.PpsError`, so it keeps the JSON error shape of every other error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
+from urllib.parse import parse_qsl
+
+import flask
+import marshmallow as ma
+from webargs.flaskparser import FlaskParser
+
+from pps import strict_json
+from pps.errors import BadRequest, UnsupportedMediaType, ValidationFailed
+
+#: The location of request bodies, for ``Blueprint.arguments(..., location=BODY)``.
+BODY = "php"
+FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+_BRACKETS = re.compile(r"^([^\[\]]+)\[([^\[\]]*)\]$")
+_SNAKE = re.compile(r"_([a-z0-9])")
+#: Deeper bodies are refused: nothing a shop sends nests this far, and serialising a very
+#: deep value again (into the database, into the response) would hit the recursion limit.
+MAX_DEPTH = 32
+#: Where the spellings a client used are kept for the request (see :func:`sent_spellings`).
+_SPELLINGS = "pps_sent_spellings"
+
+
+def camel_case(name: str) -> str:
+    return _SNAKE.sub(lambda m: m.group(1).upper(), name)
+
+
+def fold_names(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Fold ``user_identifier`` into ``userIdentifier``; the camelCase spelling wins a tie.
+
+    The spellings the client used instead are remembered for the request, so a 422 can name
+    a field as it was sent, too.
+    """
+    folded: dict[str, Any] = {}
+    spellings: dict[str, str] = {}
+    for key, value in data.items():
+        camel = camel_case(key)
+        if camel != key:
+            if camel in data:
+                continue
+            spellings[camel] = key
+        folded[camel] = value
+    if spellings and flask.has_request_context():
+        flask.g.setdefault(_SPELLINGS, {}).update(spellings)
+    return folded
+
+
+def sent_spellings() -> dict[str, str]:
+    """camelCase name -> the other spelling the current request used for it."""
+    return dict(flask.g.get(_SPELLINGS) or {})
+
+
+def php_form(pairs: Iterable[tuple[str, list[str]]]) -> dict[str, Any]:
+    """Form fields with PHP's nesting: ``apiDefaultValues[name]=x`` is a map entry,
+    ``drafts[]=a`` a list item; a key sent several times (``drafts=a&drafts=b``) is a list
+    where the schema wants one, else its last value counts."""
+    result: dict[str, Any] = {}
+    for key, values in pairs:
+        match = _BRACKETS.match(key)
+        if match is None:
+            result[key] = values if len(values) > 1 else values[-1]
+            continue
+        outer, inner = match.groups()
+        if inner == "":
+            bucket = result.setdefault(outer, [])
+            if isinstance(bucket, list):
+                bucket.extend(values)
+        else:
+            nested = result.setdefault(outer, {})
+            if isinstance(nested, dict):
+                nested[inner] = values[-1]
+    return result
+
+
+def _urlencoded_pairs(raw: bytes) -> list[tuple[str, list[str]]]:
+    """The fields of an ``application/x-www-form-urlencoded`` body, strictly UTF-8.
+
+    Werkzeug keeps an escape that is not UTF-8 (``%ED%A0%80``, a UTF-16 surrogate) as the
+    literal text ``%ED%A0%80`` and drops a whole body with raw non-UTF-8 bytes without a
+    word; either would store something the client did not send. ``parse_qsl`` with
+    ``errors="strict"`` refuses both, so the client hears of it (400).
+    """
+    try:
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise BadRequest(
+            "The form body is not valid UTF-8 (after percent-decoding); "
+            "a lone UTF-16 surrogate cannot be encoded either."
+        ) from None
+    grouped: dict[str, list[str]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, []).append(value)
+    return list(grouped.items())
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain NUL characters."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode (a lone surrogate was sent)."
+    return None
+
+
+def check_storable(data: Any) -> None:
+    """422 for values that parse but cannot be stored: NUL characters (PostgreSQL text holds
+    none), lone surrogates (not encodable as UTF-8), and nesting deeper than MAX_DEPTH."""
+    errors: dict[str, list[str]] = {}
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack and len(errors) < 20:
+        path, value, depth = stack.pop()
+        field = path or "_body"
+        if depth > MAX_DEPTH:
+            errors.setdefault(field, []).append(f"Nested deeper than {MAX_DEPTH} levels.")
+            continue
+        if isinstance(value, str):
+            problem = _text_problem(value)
+            if problem:
+                errors.setdefault(field, []).append(f"The value {problem}")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                name = str(key) if isinstance(key, str) else repr(key)
+                problem = _text_problem(name)
+                if problem:
+                    errors.setdefault(field, []).append(f"A key {problem}")
+                    continue
+                stack.append((f"{path}.{name}" if path else name, item, depth + 1))
+        elif isinstance(value, list):
+            stack.extend(
+                (f"{path}.{index}" if path else str(index), item, depth + 1)
+                for index, item in enumerate(value)
+            )
+    if errors:
+        raise ValidationFailed(errors=errors)
+
+
+def flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:
+    """marshmallow's nested messages as ``{"field.sub": ["..."]}``."""
+    flat: dict[str, list[str]] = {}
+    if isinstance(messages, list):
+        flat[prefix or "_body"] = [str(m) for m in messages if not isinstance(m, dict | list)]
+        for item in messages:
+            if isinstance(item, dict | list):
+                flat.update(flatten(item, prefix))
+        return flat
+    if isinstance(messages, dict):
+        for key, value in messages.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if name == "_schema":
+                name = "_body"
+            flat.update(flatten(value, name))
+        return flat
+    flat[prefix or "_body"] = [str(messages)]
+    return flat
+
+
+class PpsParser(FlaskParser):
+    """webargs' Flask parser with the ``php`` body location and folded query names."""
+
+    __location_map__ = {  # noqa: RUF012  (webargs declares it a plain class attribute)
+        **FlaskParser.__location_map__,
+        BODY: "load_php",
+    }
+    DEFAULT_UNKNOWN_BY_LOCATION = {  # noqa: RUF012
+        **FlaskParser.DEFAULT_UNKNOWN_BY_LOCATION,
+        BODY: ma.EXCLUDE,
+    }
+
+    def load_php(self, req: flask.Request, schema: ma.Schema) -> dict[str, Any]:
+        """The body as a dict with camelCase keys; ``{}`` when there is none."""
+        raw = req.get_data(cache=True)  # over MAX_CONTENT_LENGTH: 413 here
+        if not raw.strip():
+            return {}
+        mimetype = req.mimetype
+        data: Any
+        if mimetype == "application/x-www-form-urlencoded":
+            data = self._lists_where_wanted(php_form(_urlencoded_pairs(raw)), schema)
+        elif mimetype == "multipart/form-data":
+            form = req.form
+            pairs = [(key, form.getlist(key)) for key in form]
+            data = self._lists_where_wanted(php_form(pairs), schema)
+        elif mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
+            raise UnsupportedMediaType()
+        else:
+            try:
+                data = strict_json.loads(raw)
+            except (ValueError, RecursionError) as exc:
+                raise BadRequest(f"The request body is not valid JSON: {exc}") from None
+            if data == []:
+                return {}
+            if not isinstance(data, dict):
+                raise ValidationFailed(
+                    "The request body must be a JSON object.",
+                    errors={"_body": [f"Expected a JSON object, got {type(data).__name__}."]},
+                )
+        check_storable(data)
+        return fold_names(data)
+
+    def load_querystring(self, req: flask.Request, schema: ma.Schema) -> dict[str, Any]:
+        """Query parameters with folded names (``per_page`` is ``perPage``); the first
+        value of a repeated name counts."""
+        return fold_names(dict(req.args.items()))
+
+    @staticmethod
+    def _lists_where_wanted(data: dict[str, Any], schema: ma.Schema) -> dict[str, Any]:
+        """A form key sent once is a list of one where the schema declares a list, and a
+        repeated key is its last value where the schema declares one value."""
+        for name, value in data.items():
+            field = schema.fields.get(camel_case(name))
+            wants_list = isinstance(field, ma.fields.List)
+            if wants_list and isinstance(value, str):
+                data[name] = [value]
+            elif (
+                isinstance(value, list)
+                and field is not None
+                and not wants_list
+                and not isinstance(field, ma.fields.Dict)
+            ):
+                data[name] = value[-1] if value else ""
+        return data
+
+    def handle_error(
+        self,
+        error: ma.ValidationError,
+        req: flask.Request,
+        schema: ma.Schema,
+        *,
+        error_status_code: int | None,
+        error_headers: Mapping[str, str] | None,
+    ) -> NoReturn:
+        """422 with ``errors`` per field, in the shape of every other pps error."""
+        messages = error.messages
+        if isinstance(messages, dict) and len(messages) == 1:
+            # webargs files the messages under the location; clients know only field names.
+            (location,) = messages
+            if location in self.__location_map__:
+                messages = messages[location]
+        raise ValidationFailed(errors=flatten(messages))
+
+
+parser = PpsParser()

@@ -1,0 +1,280 @@
+"""The browser pages in the OpenAPI reference: ``/auth``, the editor, file links, the docs.
+
+They answer HTML pages, redirects or file bytes, not schemas, so they are described here and
+registered on their real URL rules (:func:`document`): a page that moves or goes away fails
+the reference test instead of leaving a stale entry. Their errors are HTML pages with a
+request id, except on ``/files/`` and ``/openapi.json``, which answer JSON.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Any
+
+from apispec import APISpec
+from flask import Flask
+
+from pps.api.blueprint import ErrorOut
+
+AUTH = """\
+Browser entry point. The shop signs a JWT (HS256, its API key as the key) with `client`,
+`user` (a user of that client), `jti` (header or payload; every token logs in once) and
+optionally `redirect`, `exp`, `nbf` and `urlPath` (which must then be `/auth`).
+
+On success the user is logged in (a fresh session cookie, HttpOnly, SameSite=Lax, 8 hours)
+and the answer is `302` to the `redirect` claim: a path on this service or an absolute URL on
+this service's origin or one of the client's allowed origins. Without `redirect` a page says
+the user is logged in.
+
+Errors are HTML pages with a request id: `400` for a missing or malformed token or a refused
+redirect target, `401` for a bad signature, unknown client or user, expired token, missing
+`user`/`jti`, or a token used before; `503` when the session store is unavailable (nobody is
+logged in then). A refused token's `jti` is not used up.
+"""
+
+EDITOR = """\
+Browser page, for the user logged in through `/auth`. `step` is `edit` (a form with one
+input per DataKey and a live preview) or `preview` (every page large); without a step the
+editor opens at the step last visited (`edit` at first). Query parameters as the shop sends
+them: `callback`, `callback_cancel`, `callback_halt` (standard base64 of a URL,
+URL-encoded), `callback_target`, `locale` (`en` or `de`; remembered for the session).
+Callbacks that came inside the signed `redirect` claim of the login are used as they are;
+others only when their origin is one of the client's allowed origins; a button whose
+callback is refused is shown disabled with the reason.
+
+Draft states: `init` (created), `edited` (saved in the editor), `finished` (the customer
+pressed Finish; saving again makes it `edited`).
+
+HTML errors: `401` without a login for this draft's user, `404` for an unknown draft or step.
+"""
+
+EDITOR_FORM = """\
+The editor's form, sent by the browser (`application/x-www-form-urlencoded`): `csrf_token`
+(from the page; missing: `400`, wrong: `403`, nothing saved), `v:<DataKey>` per value and
+`action`: `save` (then `303` back to the form), `preview` (then `303` to the preview step)
+or `halt` (then `303` to `callback_halt`). Values are checked against the template (required
+keys, maximum length, fitting their box); on a problem the answer is `422` with the form and
+a message beside each field, and nothing is saved. Saving sets the draft's state to
+`edited` and bumps its version. More than 1000 form fields or a body over the size limit:
+`413`.
+"""
+
+EDITOR_FINISH = """\
+Finish personalizing: with `csrf_token` and optionally the form's `v:<DataKey>` values
+(saved first, checked as for saving). The draft's state becomes `finished` and the browser
+is sent (`303`) to the decoded `callback`, unchanged. When no callback may be followed the
+answer is `303` to the preview step. Errors as for saving.
+"""
+
+EDITOR_IMAGE = """\
+A page (`page` counted from 0) as PNG, `width` 960 or 1600 pixels. `GET`: the saved draft,
+cached by draft version. `POST` with the form's `csrf_token` and `v:<DataKey>` values: the
+page rendered from those values without saving them (the live preview); `422` with
+`{"message", "errors"}` per DataKey when they cannot be rendered, `429` when sent faster
+than four times a second per page, `503` when the renderer is busy.
+"""
+
+FILE_LINK = (
+    "The target of the redirects of `/api-ext/files/*`. Serves the file itself "
+    "(`Content-Disposition: inline`), supports HEAD, Range and conditional requests, and can "
+    "be fetched repeatedly until the link expires; then `404` with a JSON `message`."
+)
+
+_PAGE_ERRORS = {
+    400: "HTML error page: a missing or malformed token, a refused redirect target or a "
+    "missing CSRF token.",
+    401: "HTML error page: not logged in (or a token that failed verification).",
+    403: "HTML error page: a wrong CSRF token.",
+    404: "HTML error page: no such draft, step or page for this login.",
+    405: "HTML error page: HEAD (a link scanner's probe must not use up the login).",
+    413: "HTML error page: too many form fields or a body over the size limit.",
+    422: "The form again (HTML), with a message beside each invalid field.",
+    429: "JSON error: previews requested too fast; `Retry-After` says when to try again.",
+    503: "HTML error page: a backing service is unavailable; nothing was done.",
+}
+_LOCATION = {"Location": {"schema": {"type": "string"}}}
+
+
+def _html(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+
+
+def _page(
+    summary: str,
+    description: str,
+    success: dict[str, dict[str, Any]],
+    errors: tuple[int, ...],
+    *,
+    security: list[dict[str, list[str]]] | None = None,
+    tag: str = "Auth",
+    parameters: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "tags": [tag],
+        "summary": summary,
+        "description": description,
+        "security": security or [],
+        "responses": {
+            **success,
+            **{str(status): _html(_PAGE_ERRORS[status]) for status in errors},
+        },
+    }
+    if parameters:
+        operation["parameters"] = parameters
+    return operation
+
+
+def _json_error(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": ErrorOut}},
+    }
+
+
+def _binary(content_type: str, description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {content_type: {"schema": {"type": "string", "format": "binary"}}},
+    }
+
+
+_EDITOR_QUERY = [
+    {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+    for name in ("callback", "callback_cancel", "callback_halt", "callback_target", "locale")
+]
+
+#: endpoint -> {method: operation}
+PAGES: dict[str, dict[str, dict[str, Any]]] = {
+    "web.login": {
+        "get": _page(
+            "Log a user in with a signed JWT and redirect",
+            AUTH,
+            {
+                "302": {
+                    "description": "Logged in; redirect to the `redirect` claim.",
+                    "headers": _LOCATION,
+                },
+                "200": _html("Logged in; no `redirect` claim, so a page says so."),
+            },
+            (400, 401, 405, 503),
+            security=[{"jwt": []}],
+        )
+    },
+    "web.editor_default": {
+        "get": _page(
+            "Open the editor at the last visited step",
+            EDITOR,
+            {"200": _html("The editor page.")},
+            (400, 401, 404, 503),
+            parameters=_EDITOR_QUERY,
+        )
+    },
+    "web.editor_step": {
+        "get": _page(
+            "Open the editor at a step",
+            EDITOR,
+            {"200": _html("The editor page.")},
+            (400, 401, 404, 503),
+            parameters=_EDITOR_QUERY,
+        )
+    },
+    "web.editor_save": {
+        "post": _page(
+            "Save the editor's form",
+            EDITOR_FORM,
+            {"303": {"description": "Saved; redirect to the next page.", "headers": _LOCATION}},
+            (400, 401, 403, 404, 413, 422, 503),
+        )
+    },
+    "web.editor_finish": {
+        "post": _page(
+            "Finish personalizing and return to the shop",
+            EDITOR_FINISH,
+            {
+                "303": {
+                    "description": "Finished; redirect to the shop's callback.",
+                    "headers": _LOCATION,
+                }
+            },
+            (400, 401, 403, 404, 413, 422, 503),
+        )
+    },
+    "web.editor_page_image": {
+        method: _page(
+            "A page of the design as PNG (saved, or from unsaved form values)",
+            EDITOR_IMAGE,
+            {"200": _binary("image/png", "The PNG.")},
+            (401, 404, 503) if method == "get" else (400, 401, 403, 404, 413, 503),
+            parameters=[
+                {
+                    "name": "width",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "integer", "enum": [960, 1600]},
+                }
+            ],
+        )
+        for method in ("get", "post")
+    },
+    "web.file_link": {
+        "get": {
+            "tags": ["Files"],
+            "summary": "Download a file through a short-lived link",
+            "description": FILE_LINK,
+            "security": [],
+            "responses": {
+                "200": _binary("application/octet-stream", "The file's bytes."),
+                "206": _binary("application/octet-stream", "A range of the file's bytes."),
+                "404": _json_error("The link is unknown or has expired."),
+                "503": _json_error("A backing service is unavailable."),
+            },
+        }
+    },
+    "web.openapi_json": {
+        "get": {
+            "tags": ["Docs"],
+            "summary": "This reference as an OpenAPI 3 document",
+            "security": [],
+            "responses": {
+                "200": {
+                    "description": "The document.",
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                }
+            },
+        }
+    },
+    "web.docs": {
+        "get": _page(
+            "This reference, interactive (Swagger UI)",
+            "Swagger UI on local assets under a strict Content-Security-Policy.",
+            {"200": _html("The page.")},
+            (),
+            tag="Docs",
+        )
+    },
+    "web.docs_asset": {
+        "get": _page(
+            "Swagger UI's scripts and styles, served locally",
+            "Only the files of the bundle the page uses.",
+            {"200": _binary("application/octet-stream", "The asset.")},
+            (404,),
+            tag="Docs",
+        )
+    },
+    "web.home": {
+        "get": _page(
+            "Home page, linking the reference",
+            "Also where `pps demo` sends the editor's Finish and Cancel.",
+            {"200": _html("The page.")},
+            (),
+            tag="Docs",
+        )
+    },
+}
+
+
+def document(app: Flask, spec: APISpec) -> None:
+    """Register each page on the rule of its endpoint; path parameters come from the rule."""
+    for endpoint, operations in PAGES.items():
+        (rule,) = app.url_map.iter_rules(endpoint)
+        spec.path(rule=rule, operations=deepcopy(operations))

@@ -1,0 +1,189 @@
+"""Request bodies as the clients encode them, through the one webargs location loader.
+
+Lone UTF-16 surrogates never get past it (4xx with the JSON error, nothing written), PHP's
+``a[]=x`` and repeated keys mean the same list, a 422 names a field as the client spelled
+it, and ``/api-ext/draft/claim`` is only ``POST``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from api_support import assert_error, make_draft, make_template, make_user, snapshot
+from conftest import ApiClient
+from flask import Flask
+from test_api_errors import POST_OR_PUT, endpoint_id, url, valid_body
+from werkzeug.exceptions import MethodNotAllowed
+
+from pps.models import Client
+from pps.openapi import api_of
+from pps.repository.sql import SqlRepository
+
+
+@pytest.fixture
+def world(repo: SqlRepository, tenant: Client) -> dict[str, str]:
+    user = make_user(repo, tenant, first_name="Mine")
+    source = make_user(repo, tenant, first_name="Also mine")
+    template = make_template(repo, tenant, "TPLmine1")
+    draft = make_draft(repo, tenant, user, template)
+    return {
+        "user": user.identifier,
+        "source": source.identifier,
+        "template": template.identifier,
+        "draft": draft.draft_hash,
+        "processing": "0123456789abcdef0123456789abcdef",
+    }
+
+
+def _with_surrogate(method: str, path: str, world: dict[str, str]) -> list[bytes]:
+    """The endpoint's valid body as JSON text, with a lone surrogate put in three places:
+    a new field, a map value and a map key (as JSON escapes, as a client's encoder writes
+    them)."""
+    body = valid_body(method, path, world) or {}
+    fields = ", ".join(f'"{key}": {_json(value)}' for key, value in body.items())
+    prefix = f"{{{fields}, " if fields else "{"
+    return [
+        f'{prefix}"firstName": "x\\ud800y"}}'.encode(),
+        f'{prefix}"customAttributes": {{"k": "\\udfff"}}}}'.encode(),
+        f'{prefix}"apiDefaultValues": {{"\\ud83d": "x"}}}}'.encode(),
+        # the same surrogate, UTF-8 encoded as raw bytes (not valid UTF-8)
+        prefix.encode() + b'"firstName": "\xed\xa0\x80"}',
+    ]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)
+
+
+@pytest.mark.parametrize("endpoint", POST_OR_PUT, ids=endpoint_id)
+def test_lone_surrogates_in_json_are_4xx_and_write_nothing(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
+) -> None:
+    method, path = endpoint
+    before = snapshot(repo)
+    for raw in _with_surrogate(method, path, world):
+        response = api.request(method, url(path, world), data=raw, content_type="application/json")
+        assert response.status_code in (400, 422), (raw, response.get_data()[:300])
+        body = assert_error(response, response.status_code)
+        if response.status_code == 422:
+            messages = [m for problems in body["errors"].values() for m in problems]
+            assert "surrogate" in " ".join(messages), body
+    assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize("endpoint", POST_OR_PUT, ids=endpoint_id)
+def test_lone_surrogates_in_form_fields_are_4xx_and_write_nothing(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
+) -> None:
+    method, path = endpoint
+    before = snapshot(repo)
+    bodies = [
+        b"firstName=%ED%A0%80&source_user_identifier=%ED%A0%80",  # a surrogate, percent-encoded
+        b"customAttributes[k]=%ED%B0%80&drafts[]=%ED%A0%80&draftIds[]=%ED%A0%80",
+        b"customAttributes[%ED%A0%80]=x",  # in a key
+        b"firstName=\xed\xa0\x80",  # raw bytes
+    ]
+    for raw in bodies:
+        response = api.request(
+            method, url(path, world), data=raw, content_type="application/x-www-form-urlencoded"
+        )
+        assert_error(response, 400)
+        assert "UTF-8" in response.get_json()["message"]
+    assert snapshot(repo) == before
+
+
+def test_get_put_and_delete_on_claim_are_405(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str]
+) -> None:
+    before = snapshot(repo)
+    for method in ("GET", "DELETE", "PUT", "PATCH"):
+        response = api.request(method, "/api-ext/draft/claim", json={"drafts": [world["draft"]]})
+        body = assert_error(response, 405)
+        assert "draft" not in body["message"].lower()  # not "no such draft"
+        assert set(body) == {"message"}  # pps's shape, not flask-smorest's code/status
+        assert "POST" in response.headers["Allow"]
+    # HEAD answers like GET, without a body
+    assert api.request("HEAD", "/api-ext/draft/claim").status_code == 405
+    # a draft whose hash merely starts with "claim" is still a draft path
+    assert_error(api.get("/api-ext/draft/claimed00"), 404)
+    assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        lambda user, drafts: {"user_identifier": user, "drafts[]": drafts},
+        lambda user, drafts: {"userIdentifier": user, "drafts": drafts},
+    ],
+    ids=["php-brackets", "repeated-keys"],
+)
+def test_form_lists_in_both_encodings(
+    api: ApiClient, repo: SqlRepository, tenant: Client, world: dict[str, str], form: Any
+) -> None:
+    claimer = make_user(repo, tenant)
+    other = make_draft(repo, tenant)
+    drafts = [world["draft"], other.draft_hash, "nope"]
+    response = api.post(
+        "/api-ext/draft/claim", data={**form(claimer.identifier, drafts), "dryRun": "1"}
+    )
+    assert response.status_code == 200, response.get_data()
+    assert response.get_json() == {world["draft"]: True, other.draft_hash: True, "nope": False}
+
+
+def test_a_single_form_value_for_a_list_is_a_list_of_one(
+    api: ApiClient, world: dict[str, str]
+) -> None:
+    response = api.post(
+        "/api-ext/draft/claim",
+        data={"user_identifier": world["user"], "drafts": world["draft"], "dryRun": "true"},
+    )
+    assert response.status_code == 200, response.get_data()
+    assert response.get_json() == {world["draft"]: True}
+
+
+def test_422_names_fields_as_the_client_spelled_them_too(
+    api: ApiClient, world: dict[str, str]
+) -> None:
+    response = api.post(
+        "/api-ext/draft", json={"user_identifier": "nobody00", "templateIdentifier": "nope"}
+    )
+    body = assert_error(response, 422, "userIdentifier", "user_identifier", "templateIdentifier")
+    assert body["errors"]["user_identifier"] == body["errors"]["userIdentifier"]
+    response = api.post(f"/api-ext/user/{world['user']}/merge", json={"source_user_identifier": 5})
+    assert_error(response, 422, "sourceUserIdentifier", "source_user_identifier")
+    response = api.get("/api-ext/draft?per_page=1000")
+    assert_error(response, 422, "perPage", "per_page")
+    # sent in camelCase: named once
+    response = api.post(
+        "/api-ext/draft", json={"userIdentifier": "nobody00", "templateIdentifier": "nope"}
+    )
+    body = assert_error(response, 422, "userIdentifier", "templateIdentifier")
+    assert set(body["errors"]) == {"userIdentifier", "templateIdentifier"}
+
+
+def test_replicate_lays_the_values_sent_over_the_sources(
+    api: ApiClient, repo: SqlRepository, tenant: Client
+) -> None:
+    stored = make_draft(
+        repo, tenant, api_default_values={"Name": "Ada", "City": "London"}, custom_attributes={}
+    )
+    response = api.post(
+        f"/api-ext/draft/{stored.draft_hash}/replicate",
+        json={"apiDefaultValues": {"City": "Paris"}, "customAttributes": {"order": "18"}},
+    )
+    assert response.status_code == 200, response.get_data()
+    copy = response.get_json()["data"]
+    assert copy["apiDefaultValues"] == {"Name": "Ada", "City": "Paris"}
+    assert copy["customAttributes"] == {"order": "18"}
+    assert repo.get_draft(tenant.identifier, stored.draft_hash) == stored
+
+
+def test_flask_smorests_error_handler_answers_in_pps_shape(app: Flask) -> None:
+    """Whichever HTTPException handler Flask picks, the body is pps's, never ``code``/``status``."""
+    with app.test_request_context("/api-ext/draft/claim", method="GET"):
+        response = api_of(app).handle_http_exception(MethodNotAllowed(valid_methods=["POST"]))
+    assert response.status_code == 405
+    assert response.get_json() == {"message": "This method is not allowed here."}
+    assert response.headers["Allow"] == "POST"
