@@ -51,8 +51,8 @@ def register_services(app: Flask, settings: Settings) -> None:
 
 def register_blueprints(app: Flask) -> None:
     from pps.api import register_api
-    from pps.openapi import document_pages
     from pps.web import register_web
+    from pps.web.page_docs import document_pages
 
     register_api(app)
     register_web(app)

@@ -12,9 +12,8 @@ from typing import Any
 
 from flask import Flask, Response
 from flask_smorest import Api
+from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
-
-from pps.api.blueprint import ErrorOut
 
 _EXTENSION = "pps.api"
 
@@ -40,6 +39,23 @@ DESCRIPTION = (
     "`drafts[]=a&drafts[]=b` or `drafts=a&drafts=b`. Field names may be camelCase or "
     "snake_case (`userIdentifier` or `user_identifier`); camelCase wins when both are sent."
 )
+
+
+class ErrorOut(Schema):
+    """Every error body, 4xx and 5xx alike (COMPAT.md)."""
+
+    message = fields.String(
+        required=True, metadata={"description": "What went wrong, for a developer."}
+    )
+    errors = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String()),
+        metadata={
+            "description": "On 422: per field, the list of problems. A field is named in "
+            "camelCase, and also as the client spelled it when that differed "
+            "(`user_identifier`)."
+        },
+    )
 
 
 class PpsApi(Api):  # type: ignore[misc]
@@ -72,8 +88,6 @@ def api_of(app: Flask) -> PpsApi:
     """The app's Api, created on first use (before any blueprint is registered on it)."""
     api: PpsApi | None = app.extensions.get(_EXTENSION)
     if api is None:
-        from pps.api import DraftHashConverter, draft_hash_schema
-
         settings = app.extensions["pps.settings"]
         api = PpsApi(
             app,
@@ -89,16 +103,8 @@ def api_of(app: Flask) -> PpsApi:
         )
         api.spec.components.security_scheme("bearer", _bearer_scheme())
         api.spec.components.security_scheme("jwt", _jwt_scheme())
-        api.register_converter(DraftHashConverter, draft_hash_schema)
         app.extensions[_EXTENSION] = api
     return api
-
-
-def document_pages(app: Flask) -> None:
-    """Add the browser pages to the reference; call after every blueprint is registered."""
-    from pps.web.page_docs import document
-
-    document(app, api_of(app).spec)
 
 
 def build_spec(app: Flask) -> dict[str, Any]:

@@ -96,6 +96,7 @@ def register_api(app: Flask) -> None:
     from pps.openapi import api_of
 
     app.url_map.converters["draft_hash"] = DraftHashConverter
+    api_of(app).register_converter(DraftHashConverter, draft_hash_schema)
     import pps.api.resources  # noqa: F401  (nests each resource in bp, once)
 
     api_of(app).register_blueprint(bp)

@@ -14,6 +14,7 @@ import flask_smorest
 from marshmallow import Schema, fields
 
 from pps.api.parser import BODY, parser
+from pps.openapi import ErrorOut
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,23 +36,6 @@ STATUS_DESCRIPTIONS = {
 
 #: The statuses a body adds to an operation.
 BODY_STATUSES = (400, 413, 415, 422)
-
-
-class ErrorOut(Schema):
-    """Every error body, 4xx and 5xx alike (COMPAT.md)."""
-
-    message = fields.String(
-        required=True, metadata={"description": "What went wrong, for a developer."}
-    )
-    errors = fields.Dict(
-        keys=fields.String(),
-        values=fields.List(fields.String()),
-        metadata={
-            "description": "On 422: per field, the list of problems. A field is named in "
-            "camelCase, and also as the client spelled it when that differed "
-            "(`user_identifier`)."
-        },
-    )
 
 
 def form_schema(schema: Schema) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from apispec import APISpec
 from flask import Flask
 
-from pps.api.blueprint import ErrorOut
+from pps.openapi import ErrorOut, api_of
 
 AUTH = """\
 Browser entry point. The shop signs a JWT (HS256, its API key as the key) with `client`,
@@ -278,3 +278,8 @@ def document(app: Flask, spec: APISpec) -> None:
     for endpoint, operations in PAGES.items():
         (rule,) = app.url_map.iter_rules(endpoint)
         spec.path(rule=rule, operations=deepcopy(operations))
+
+
+def document_pages(app: Flask) -> None:
+    """Add the browser pages to the reference; call after every blueprint is registered."""
+    document(app, api_of(app).spec)
