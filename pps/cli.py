@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from flask import Flask, current_app
 from flask.cli import AppGroup, ScriptInfo
 
+from pps.file_sweep_cli import files_group
 from pps.jobs.cli import worker
 from pps.models import Client, Draft, Template, User
 from pps.redirects import origin_of
@@ -301,8 +302,9 @@ def template_import(file: Path, client_id: str, as_json: bool) -> None:
     Every problem in the file is reported with its path; nothing is imported then.
     """
     ctx = click.get_current_context()
+    services = _services()
     try:
-        spec = load_template_file(file)
+        spec = load_template_file(file, max_image_pixels=services.settings.max_image_pixels)
     except TemplateFileError as exc:
         click.echo(
             f"Error: {exc.source} is not a valid template file; nothing was imported:", err=True
@@ -310,11 +312,14 @@ def template_import(file: Path, client_id: str, as_json: bool) -> None:
         for error in exc.errors:
             click.echo(f"  {error}", err=True)
         ctx.exit(1)
-    services = _services()
     try:
         template = import_template(services.repository, services.storage, client_id, spec)
     except (UnknownClient, DuplicateIdentifier) as exc:
         raise click.ClickException(f"{exc}; nothing was imported") from None
+    except OSError as exc:  # file storage full or not writable; the import rolled back
+        raise click.ClickException(
+            f"cannot store the template's files: {exc}; nothing was imported"
+        ) from None
     if as_json:
         _echo_json({"identifier": template.identifier})
         return
@@ -605,3 +610,4 @@ def _demo_drafts(services: Services, client: Client) -> list[Draft]:
 
 
 pps_group.add_command(worker)  # pps worker: batch print-file jobs (pps/jobs/cli.py)
+pps_group.add_command(files_group)  # pps files sweep (pps/file_sweep_cli.py)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import secrets
@@ -17,6 +18,7 @@ import pytest
 from click.testing import Result
 from flask import Flask
 from flask.testing import FlaskCliRunner
+from PIL import Image
 from server_support import pps_script
 
 from pps.render import parse_spec, validate_values
@@ -24,7 +26,16 @@ from pps.repository.sql import SqlRepository
 from pps.template_files import PNG_SIGNATURE, preview_key
 from pps.tokens import verify_token
 
-PNG = PNG_SIGNATURE + b"rest-of-a-png"
+
+def _small_png() -> bytes:
+    """A real PNG: the import decodes every file it copies, the preview included."""
+    out = io.BytesIO()
+    Image.new("RGB", (8, 4), (0, 128, 255)).save(out, "PNG")
+    return out.getvalue()
+
+
+PNG = _small_png()
+assert PNG.startswith(PNG_SIGNATURE)
 
 
 @pytest.fixture

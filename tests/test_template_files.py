@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from pps.models import Template
 from pps.repository import DuplicateIdentifier
@@ -22,7 +24,16 @@ from pps.template_files import (
     preview_key,
 )
 
-PNG = PNG_SIGNATURE + b"\x00\x00\x00\rIHDR-not-a-real-image-but-the-signature-is-right"
+
+def _small_png() -> bytes:
+    """A real PNG: the import decodes every file it copies, the preview included."""
+    out = io.BytesIO()
+    Image.new("RGB", (8, 4), (0, 128, 255)).save(out, "PNG")
+    return out.getvalue()
+
+
+PNG = _small_png()
+assert PNG.startswith(PNG_SIGNATURE)
 
 
 def write(directory: Path, document: Any, name: str = "template.json") -> Path:

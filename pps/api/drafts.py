@@ -16,6 +16,7 @@ from pps.api.schemas import (
     one,
 )
 from pps.errors import NotFound, ValidationFailed
+from pps.file_sweep import delete_draft_files
 from pps.models import Draft
 from pps.openapi import operation
 
@@ -140,6 +141,8 @@ def update_draft(draft_hash: str) -> ResponseReturnValue:
 def delete_draft(draft_hash: str) -> ResponseReturnValue:
     if not services().repository.delete_draft(current_client().identifier, draft_hash):
         raise NotFound(DRAFT_NOT_FOUND)
+    # Rendered files hold the customer's values; pps files sweep catches a late render.
+    delete_draft_files(services().storage, current_client().identifier, draft_hash)
     return no_content()
 
 
