@@ -16,15 +16,15 @@ __all__ = ["IMAGE_STEPS", "stepped"]
 IMAGE_STEPS: tuple[int, ...] = (160, 320, 480, 640, 960, 1280, 1600, 2048)
 
 
-def stepped(size: tuple[int, int], steps: Sequence[int] = IMAGE_STEPS) -> tuple[int, int]:
-    """``size`` scaled so its longer side is the next of ``steps`` up (the last at most).
+def stepped(
+    size: tuple[int, int], steps: Sequence[int] = IMAGE_STEPS
+) -> tuple[int | None, int | None]:
+    """The ``(width, height)`` to render instead of ``size``: only its longer side, rounded
+    up to the next of ``steps`` (the last at most), the other left to the aspect ratio.
 
-    The aspect ratio is kept; the shorter side is rounded to whole pixels, at least 1.
+    Naming one side only means the other follows the page itself, not ``size``'s rounded
+    shape, so each page has exactly one image per step.
     """
     width, height = size
-    longer = max(width, height)
-    target = next((step for step in steps if step >= longer), steps[-1])
-    if target == longer:
-        return size
-    scale = target / longer
-    return max(1, round(width * scale)), max(1, round(height * scale))
+    target = next((step for step in steps if step >= max(width, height)), steps[-1])
+    return (target, None) if width >= height else (None, target)

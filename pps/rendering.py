@@ -390,7 +390,7 @@ def _resized_preview(
     aspect = original[0] / original[1]
     size = fit_size(aspect, width, height)
     if policy.steps is not None:
-        size = fit_size(aspect, *stepped(size, policy.steps))
+        size = fit_size(aspect, *stepped(size, policy.steps))  # one side: aspect decides
     digest = imported_preview_digest(data)
     key = template_rendered_preview_key(
         template.client_identifier, template.identifier, 0, size, digest
