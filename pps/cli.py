@@ -23,6 +23,7 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from pps.demo import DEMO_TEMPLATE_FILE, EXAMPLES_DIR, DemoError, seed_demo
+from pps.file_sweep_cli import files_group
 from pps.jobs.cli import worker
 from pps.models import Client, Template
 from pps.redirects import origin_of
@@ -261,8 +262,9 @@ def template_import(file: Path, client_id: str, as_json: bool) -> None:
     Every problem in the file is reported with its path; nothing is imported then.
     """
     ctx = click.get_current_context()
+    services = _services()
     try:
-        spec = load_template_file(file)
+        spec = load_template_file(file, max_image_pixels=services.settings.max_image_pixels)
     except TemplateFileError as exc:
         click.echo(
             f"Error: {exc.source} is not a valid template file; nothing was imported:", err=True
@@ -270,11 +272,14 @@ def template_import(file: Path, client_id: str, as_json: bool) -> None:
         for error in exc.errors:
             click.echo(f"  {error}", err=True)
         ctx.exit(1)
-    services = _services()
     try:
         template = import_template(services.repository, services.storage, client_id, spec)
     except (UnknownClient, DuplicateIdentifier) as exc:
         raise click.ClickException(f"{exc}; nothing was imported") from None
+    except OSError as exc:  # file storage full or not writable; the import rolled back
+        raise click.ClickException(
+            f"cannot store the template's files: {exc}; nothing was imported"
+        ) from None
     if as_json:
         _echo_json({"identifier": template.identifier})
         return
@@ -427,3 +432,4 @@ def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
 
 
 pps_group.add_command(worker)  # pps worker: batch print-file jobs (pps/jobs/cli.py)
+pps_group.add_command(files_group)  # pps files sweep (pps/file_sweep_cli.py)

@@ -15,6 +15,8 @@ __all__ = [
     "content_type_for",
     "draft_file_key",
     "draft_file_name",
+    "draft_files_prefix",
+    "draft_values_image_key",
     "template_asset_key",
     "template_preview_name",
     "template_rendered_preview_key",
@@ -60,12 +62,35 @@ def draft_file_key(
     link may still point at. Images also carry their page (counted from 0) and pixel size,
     ``image-p<page>-<width>x<height>.png``, so every size asked for is cached on its own.
     """
-    prefix = f"drafts/{client}/{draft_hash}/v{version}"
+    prefix = f"{draft_files_prefix(client, draft_hash)}/v{version}"
     if kind != "image":
         return f"{prefix}/{DRAFT_FILE_KINDS[kind].stored_name}"
     if size is None:
         raise ValueError("an image key needs the image's pixel size")
     return f"{prefix}/image-p{page}-{size[0]}x{size[1]}.png"
+
+
+def draft_values_image_key(
+    client: str,
+    draft_hash: str,
+    version: int,
+    page: int,
+    size: tuple[int, int],
+    digest: str,
+) -> str:
+    """``drafts/<client>/<draftHash>/v<version>/values-p<page>-<w>x<h>-<digest>.png``.
+
+    A page rendered from the values the editor shows rather than the stored ones (which
+    may hold numbers the renderer refuses); ``digest`` names those values. In the draft
+    version's folder, so it goes with the draft and its outdated versions.
+    """
+    prefix = f"{draft_files_prefix(client, draft_hash)}/v{version}"
+    return f"{prefix}/values-p{page}-{size[0]}x{size[1]}-{digest}.png"
+
+
+def draft_files_prefix(client: str, draft_hash: str) -> str:
+    """``drafts/<client>/<draftHash>``: the folder of every file rendered from a draft."""
+    return f"drafts/{client}/{draft_hash}"
 
 
 def template_asset_key(client: str, identifier: str, name: str) -> str:

@@ -8,6 +8,11 @@ what it was made from, so the second request for the same file is a storage look
 
 Two requests rendering the same key at once are harmless: both render the same bytes and
 ``storage.put`` replaces the file atomically, so a reader sees one complete copy or the other.
+
+A :class:`RenderPolicy` carries what the service imposes on top: image sizes from a short
+list (:mod:`pps.image_sizes`), a pixel limit for the template's images, and a budget that is
+charged for every render (never for a cached file). A file of the template that cannot be
+decoded is reported as an :class:`AssetError`, never as the library's own exception.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from io import BytesIO
 from typing import TypeVar, cast
 
@@ -24,12 +30,15 @@ from PIL import Image
 from pps.file_keys import (
     DRAFT_FILE_KINDS,
     draft_file_key,
+    draft_values_image_key,
     template_asset_key,
     template_rendered_preview_key,
 )
+from pps.image_sizes import stepped
 from pps.models import Draft, DraftRef, Template
 from pps.render import (
     MAX_PIXELS,
+    RENDER_VERSION,
     AssetError,
     Kind,
     RenderError,
@@ -42,16 +51,22 @@ from pps.render import (
     render_file,
 )
 from pps.render.assets import MAX_ASSET_BYTES, check_relative_name
+from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
 from pps.storage import FileStorage, StoredFile
 
 _T = TypeVar("_T")
 
 __all__ = [
+    "RenderPolicy",
     "StorageAssets",
     "TemplateNotRenderable",
+    "decoded",
     "draft_values",
+    "imported_preview_digest",
     "render_draft_file",
+    "render_draft_values_image",
     "render_template_preview",
+    "template_preview_digest",
     "template_preview_file",
     "template_spec",
 ]
@@ -61,6 +76,42 @@ class TemplateNotRenderable(RenderError):
     """The stored template no longer parses (imported before validation got stricter)."""
 
 
+@dataclass(frozen=True)
+class RenderPolicy:
+    """What the service asks of a render beyond the template and values.
+
+    ``steps``: image sizes are rounded up to these (see :func:`pps.image_sizes.stepped`);
+    None renders the size asked for. ``max_pixels``: a template image with more pixels is
+    an :class:`AssetError` (``PPS_MAX_IMAGE_PIXELS``). ``spend``: called once before each
+    render that is not served from storage; it raises to refuse (a rate limit).
+    """
+
+    steps: Sequence[int] | None = None
+    max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
+    spend: Callable[[], None] | None = None
+
+
+_DEFAULT_POLICY = RenderPolicy()
+
+
+def decoded(render: Callable[[], _T]) -> _T:
+    """``render()``, with the decoding libraries' exceptions reported as :class:`AssetError`.
+
+    A template imported before its files were decoded completely may hold a truncated
+    image or a broken PDF; Pillow, pikepdf and pdfium then raise their own errors in the
+    middle of a render, which must reach the caller as the template's fault, not as a 500.
+    """
+    try:
+        return render()
+    except RenderError:
+        raise
+    except DECODE_ERRORS as exc:
+        raise AssetError(
+            f"a file of the template cannot be decoded: {exc or type(exc).__name__}; "
+            "import the template again with a fixed file"
+        ) from exc
+
+
 class StorageAssets:
     """An :data:`~pps.render.AssetLoader` reading a template's files from file storage.
 
@@ -68,10 +119,18 @@ class StorageAssets:
     files below its own ``templates/<client>/<identifier>/assets/``.
     """
 
-    def __init__(self, storage: FileStorage, client: str, identifier: str) -> None:
+    def __init__(
+        self,
+        storage: FileStorage,
+        client: str,
+        identifier: str,
+        *,
+        max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+    ) -> None:
         self.storage = storage
         self.client = client
         self.identifier = identifier
+        self.max_pixels = max_pixels
 
     def __call__(self, name: str) -> bytes:
         problem = check_relative_name(name)
@@ -85,6 +144,10 @@ class StorageAssets:
             )
         if len(data) > MAX_ASSET_BYTES:
             raise AssetError(f"{name!r}: is larger than {MAX_ASSET_BYTES} bytes")
+        # From the header alone: an image imported before the limit is not decoded at all.
+        problem = image_pixels_problem(data, self.max_pixels)
+        if problem is not None:
+            raise AssetError(f"{name!r}: {problem}")
         return data
 
 
@@ -134,10 +197,12 @@ def render_draft_file(
     width: int | None = None,
     height: int | None = None,
     spec: TemplateSpec | None = None,
+    policy: RenderPolicy = _DEFAULT_POLICY,
 ) -> StoredFile:
     """The stored file of ``kind`` for the draft's current version, rendered if not yet there.
 
-    ``page`` (counted from 0), ``width`` and ``height`` apply to ``image``. The key holds
+    ``page`` (counted from 0), ``width`` and ``height`` apply to ``image``, whose size
+    follows ``policy.steps`` when given. The key holds
     the draft's hash and version and, for images, the page and pixel size, so any change
     to the draft (which bumps its version) renders new files and never overwrites a file a
     link may still point at. Raises :class:`RenderError` subclasses: ``InvalidValues``
@@ -151,13 +216,14 @@ def render_draft_file(
     if kind == "image":
         spec = spec or template_spec(template)
         _check_page(spec, page)
+        width, height = _stepped_request(spec, width, height, policy)
         size = image_size(spec, width, height)
     key = draft_file_key(client, draft.draft_hash, draft.version, kind, page=page, size=size)
 
     def make() -> bytes:
         nonlocal spec
         spec = spec or template_spec(template)
-        assets = StorageAssets(storage, client, template.identifier)
+        assets = StorageAssets(storage, client, template.identifier, max_pixels=policy.max_pixels)
         body, _ = render_file(
             cast(Kind, kind),
             spec,
@@ -169,7 +235,40 @@ def render_draft_file(
         )
         return body
 
-    return _cached(storage, key, make)
+    return _cached(storage, key, make, policy)
+
+
+def render_draft_values_image(
+    storage: FileStorage,
+    draft: Draft,
+    template: Template,
+    spec: TemplateSpec,
+    values: Mapping[str, str],
+    *,
+    page: int,
+    width: int,
+    policy: RenderPolicy = _DEFAULT_POLICY,
+) -> StoredFile:
+    """A page of the draft rendered from ``values`` (what the editor shows), cached.
+
+    The key holds the draft's version and a digest of the values, so showing the same
+    draft again is a storage lookup even when its stored values are not plain text.
+    """
+    _check_page(spec, page)
+    size = image_size(spec, width, None)
+    digest = cache_key("image", spec, values, page=page, width=width)[:16]
+    key = draft_values_image_key(
+        draft.client_identifier, draft.draft_hash, draft.version, page, size, digest
+    )
+
+    def make() -> bytes:
+        assets = StorageAssets(
+            storage, draft.client_identifier, template.identifier, max_pixels=policy.max_pixels
+        )
+        body, _ = render_file("image", spec, values, assets, page=page, width=width)
+        return body
+
+    return _cached(storage, key, make, policy)
 
 
 def render_template_preview(
@@ -179,27 +278,49 @@ def render_template_preview(
     page: int = 0,
     width: int | None = None,
     height: int | None = None,
+    policy: RenderPolicy = _DEFAULT_POLICY,
 ) -> StoredFile:
     """A PNG of the template's ``page`` filled with its defaults, cached in storage.
 
     Elements show their ``default`` or stay empty; DataKeys marked required are not
-    insisted on here, since a catalogue picture has no customer yet. The key includes a
-    hash of the template and the renderer version, so a changed template renders anew.
+    insisted on here, since a catalogue picture has no customer yet. The key includes
+    :func:`template_preview_digest`, so a changed template renders anew.
     """
     spec = _preview_spec(template_spec(template))
     _check_page(spec, page)
+    width, height = _stepped_request(spec, width, height, policy)
     size = image_size(spec, width, height)
-    digest = cache_key("image", spec, {}, page=page, width=width, height=height)[:16]
     key = template_rendered_preview_key(
-        template.client_identifier, template.identifier, page, size, digest
+        template.client_identifier, template.identifier, page, size, template_preview_digest(spec)
     )
 
     def make() -> bytes:
-        assets = StorageAssets(storage, template.client_identifier, template.identifier)
+        assets = StorageAssets(
+            storage,
+            template.client_identifier,
+            template.identifier,
+            max_pixels=policy.max_pixels,
+        )
         body, _ = render_file("image", spec, {}, assets, page=page, width=width, height=height)
         return body
 
-    return _cached(storage, key, make)
+    return _cached(storage, key, make, policy)
+
+
+def template_preview_digest(spec: TemplateSpec) -> str:
+    """What a rendered template preview is made from: renderer version and template.
+
+    Page and size are in the key beside it, so one digest covers every picture of the
+    template, and ``pps files sweep`` can tell a current picture from an outdated one.
+    The spec's digest is of its JSON, so the template's spec and its preview variant
+    (nothing required) give the same digest.
+    """
+    return hashlib.sha256(f"{RENDER_VERSION}:{spec.digest}".encode()).hexdigest()[:16]
+
+
+def imported_preview_digest(data: bytes) -> str:
+    """The digest in the keys of resized copies of an imported preview."""
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def template_preview_file(
@@ -209,6 +330,7 @@ def template_preview_file(
     page: int = 0,
     width: int | None = None,
     height: int | None = None,
+    policy: RenderPolicy = _DEFAULT_POLICY,
 ) -> StoredFile:
     """What ``page-preview-thumb`` serves: the imported preview, else a rendered one.
 
@@ -225,8 +347,10 @@ def template_preview_file(
                 return stored
             data = storage.read(imported)
             if data is not None:
-                return _resized_preview(storage, template, data, width, height)
-    return render_template_preview(storage, template, page=page, width=width, height=height)
+                return _resized_preview(storage, template, data, width, height, policy)
+    return render_template_preview(
+        storage, template, page=page, width=width, height=height, policy=policy
+    )
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -245,12 +369,29 @@ def _preview_spec(spec: TemplateSpec) -> TemplateSpec:
     return dataclasses.replace(spec, fields=fields)
 
 
+def _stepped_request(
+    spec: TemplateSpec, width: int | None, height: int | None, policy: RenderPolicy
+) -> tuple[int | None, int | None]:
+    """``(width, height)`` to render with: as asked, or the stepped size of the request."""
+    if policy.steps is None or (width is None and height is None):
+        return width, height
+    return stepped(image_size(spec, width, height), policy.steps)
+
+
 def _resized_preview(
-    storage: FileStorage, template: Template, data: bytes, width: int | None, height: int | None
+    storage: FileStorage,
+    template: Template,
+    data: bytes,
+    width: int | None,
+    height: int | None,
+    policy: RenderPolicy,
 ) -> StoredFile:
     original = _image(data, lambda image: image.size)
-    size = fit_size(original[0] / original[1], width, height)
-    digest = hashlib.sha256(data).hexdigest()[:16]
+    aspect = original[0] / original[1]
+    size = fit_size(aspect, width, height)
+    if policy.steps is not None:
+        size = fit_size(aspect, *stepped(size, policy.steps))  # one side: aspect decides
+    digest = imported_preview_digest(data)
     key = template_rendered_preview_key(
         template.client_identifier, template.identifier, 0, size, digest
     )
@@ -264,7 +405,7 @@ def _resized_preview(
 
         return _image(data, resize)
 
-    return _cached(storage, key, make)
+    return _cached(storage, key, make, policy)
 
 
 def _image(data: bytes, use: Callable[[Image.Image], _T]) -> _T:
@@ -304,11 +445,15 @@ def fit_size(aspect: float, width: int | None, height: int | None) -> tuple[int,
     return max(1, round(w * scale)), max(1, round(h * scale))
 
 
-def _cached(storage: FileStorage, key: str, make: Callable[[], bytes]) -> StoredFile:
+def _cached(
+    storage: FileStorage, key: str, make: Callable[[], bytes], policy: RenderPolicy
+) -> StoredFile:
     """The file under ``key``, made and stored first when it is not there yet."""
     stored = storage.stat(key)
     if stored is not None:
         return stored
-    body = make()
+    if policy.spend is not None:
+        policy.spend()
+    body = decoded(make)
     storage.put(key, body)
     return storage.stat(key) or StoredFile(key=key, size=len(body), path=None)

@@ -39,6 +39,8 @@ class Settings:
     notify_timeout: float = 5.0
     notify_attempts: int = 5
     notify_backoff: float = 1.0
+    max_image_pixels: int = 40_000_000
+    renders_per_minute: int = 600
 
     @property
     def secure_cookies(self) -> bool:
@@ -58,6 +60,8 @@ _INT_SETTINGS = {
     "jwt_leeway": "PPS_JWT_LEEWAY",
     "nonce_ttl": "PPS_NONCE_TTL",
     "max_body_bytes": "PPS_MAX_BODY_BYTES",
+    "max_image_pixels": "PPS_MAX_IMAGE_PIXELS",
+    "renders_per_minute": "PPS_RENDERS_PER_MINUTE",
 }
 _FLOAT_SETTINGS = {
     "notify_timeout": "PPS_NOTIFY_TIMEOUT",
@@ -139,7 +143,7 @@ def load_settings(
             raise SettingsError(f"unknown setting {key!r}")
         values[key] = value
     settings = Settings(**values)
-    for attr in ("file_link_ttl", "nonce_ttl", "max_body_bytes"):
+    for attr in ("file_link_ttl", "nonce_ttl", "max_body_bytes", "max_image_pixels"):
         if getattr(settings, attr) < 1:
             raise SettingsError(f"{attr} must be at least 1, got {getattr(settings, attr)}")
     if settings.worker_mode not in WORKER_MODES:

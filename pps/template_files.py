@@ -16,6 +16,10 @@ bleed, pages, backgrounds, elements); old files of the first issue still import:
 :func:`pps.render.parse_spec` validates the file and every file it names (fonts, artwork
 PDFs, images) and reports each problem by its path
 (``pages[0].elements[2].box.width: must be greater than 0``); the preview is checked here.
+Then every file, the preview included, is decoded completely (:mod:`pps.render.decode`):
+a truncated image or an image of more than ``max_image_pixels`` is refused here rather than
+failing every render later. Text with a lone UTF-16 surrogate (``"\\ud800"``, which no
+database or storage key can hold) is refused wherever it appears.
 All problems are collected before anything is written, so a file is imported whole or not at
 all. Unknown top-level keys are kept in the template's ``spec``.
 """
@@ -32,6 +36,8 @@ from pps import ids
 from pps.file_keys import template_asset_key
 from pps.models import JsonObject, Template
 from pps.render import AssetError, DirectoryAssets, SpecError, parse_spec
+from pps.render.assets import check_relative_name
+from pps.render.decode import DEFAULT_MAX_IMAGE_PIXELS, asset_problem
 from pps.repository import DuplicateIdentifier, Repository
 from pps.storage import FileStorage
 
@@ -92,7 +98,9 @@ def preview_key(client: str, identifier: str) -> str:
     return f"templates/{client}/{identifier}/preview.png"
 
 
-def load_template_file(path: Path) -> TemplateFile:
+def load_template_file(
+    path: Path, *, max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
+) -> TemplateFile:
     """Read and validate the template file at ``path``; raise :class:`TemplateFileError`."""
     source = str(path)
     try:
@@ -114,14 +122,25 @@ def load_template_file(path: Path) -> TemplateFile:
         ) from None
     except (ValueError, RecursionError) as exc:
         raise TemplateFileError(source, [f"{_ROOT}: not valid JSON: {exc}"]) from None
-    return parse_template(document, base_dir=path.parent, source=source)
+    return parse_template(
+        document, base_dir=path.parent, source=source, max_image_pixels=max_image_pixels
+    )
 
 
-def parse_template(document: Any, *, base_dir: Path, source: str = _ROOT) -> TemplateFile:
+def parse_template(
+    document: Any,
+    *,
+    base_dir: Path,
+    source: str = _ROOT,
+    max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+) -> TemplateFile:
     """Validate an already parsed template; its files are resolved against ``base_dir``."""
     if not isinstance(document, dict):
         raise TemplateFileError(source, [f"{_ROOT}: must be a JSON object, got {_kind(document)}"])
-    errors: list[str] = []
+    # First, and alone: names and keys with a lone surrogate cannot even be looked up.
+    errors = [f"{where}: {_SURROGATE}" for where in _surrogates(document, "")]
+    if errors:
+        raise TemplateFileError(source, errors)
     spec = None
     try:
         spec = parse_spec(document, base_dir)
@@ -143,10 +162,14 @@ def parse_template(document: Any, *, base_dir: Path, source: str = _ROOT) -> Tem
             assets[name] = loader(name)
         except AssetError as exc:  # changed since it was checked a moment ago
             errors.append(f"{_ROOT}: {exc}")
-    if errors:
-        raise TemplateFileError(source, errors)
     if preview is not None:
         assets[str(preview_name)] = preview
+    for name, data in assets.items():
+        problem = asset_problem(data, max_pixels=max_image_pixels)
+        if problem is not None:
+            errors.append(f"{'preview' if data is preview else 'files'}: {name!r} {problem}")
+    if errors:
+        raise TemplateFileError(source, errors)
     return TemplateFile(
         name=spec.name,
         identifier=spec.identifier,
@@ -229,6 +252,11 @@ def _preview(value: Any, base_dir: Path, errors: list[str]) -> bytes | None:
     if not target.is_relative_to(root):
         errors.append(f"preview: {value!r} lies outside the template file's directory")
         return None
+    # The name is also a storage key (the preview is copied among the template's files).
+    problem = check_relative_name(value)
+    if problem is not None:
+        errors.append(f"preview: {value!r} {problem}")
+        return None
     if not target.is_file():
         errors.append(f"preview: {value!r} does not exist or is not a file")
         return None
@@ -245,6 +273,36 @@ def _preview(value: Any, base_dir: Path, errors: list[str]) -> bytes | None:
         errors.append(f"preview: {value!r} is not a PNG file")
         return None
     return data
+
+
+_SURROGATE = "contains a lone UTF-16 surrogate; the file must be valid Unicode text"
+
+
+def _surrogates(value: Any, path: str) -> list[str]:
+    """Paths of every key and string in ``value`` that holds a lone surrogate."""
+    found: list[str] = []
+    if isinstance(value, str):
+        if not _encodes(value):
+            found.append(path or _ROOT)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if not _encodes(str(key)):
+                found.append(f"{path or _ROOT} (a key)")
+                continue
+            found.extend(_surrogates(item, where))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_surrogates(item, f"{path}[{index}]"))
+    return found
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _reject_constant(name: str) -> Any:

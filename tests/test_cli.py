@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import secrets
@@ -17,6 +18,7 @@ import pytest
 from click.testing import Result
 from flask import Flask
 from flask.testing import FlaskCliRunner
+from PIL import Image
 from server_support import pps_script
 
 from pps.render import parse_spec, validate_values
@@ -24,7 +26,16 @@ from pps.repository.sql import SqlRepository
 from pps.template_files import PNG_SIGNATURE, preview_key
 from pps.tokens import verify_token
 
-PNG = PNG_SIGNATURE + b"rest-of-a-png"
+
+def _small_png() -> bytes:
+    """A real PNG: the import decodes every file it copies, the preview included."""
+    out = io.BytesIO()
+    Image.new("RGB", (8, 4), (0, 128, 255)).save(out, "PNG")
+    return out.getvalue()
+
+
+PNG = _small_png()
+assert PNG.startswith(PNG_SIGNATURE)
 
 
 @pytest.fixture
@@ -534,3 +545,68 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
 
     listed = run("client", "list", "--json")
     assert sorted(c["name"] for c in json.loads(listed.stdout)) == ["Demo shop", "Shop"]
+
+
+@pytest.mark.parametrize(
+    ("element", "expected"),
+    [
+        ("./card.png", "must not contain '.' parts; write 'card.png'"),
+        ("logo\ud800.png", "contains a lone UTF-16 surrogate"),
+        ("truncated.png", "cannot be decoded as an image"),
+    ],
+)
+def test_template_import_of_bad_files_is_a_clean_error(
+    runner: FlaskCliRunner,
+    app: Flask,
+    repo: SqlRepository,
+    tmp_path: Path,
+    shop_a: str,
+    element: str,
+    expected: str,
+) -> None:
+    repo.create_client("Shop", identifier=shop_a)
+    good = PNG
+    # Chunks intact, pixel data cut: what once imported and then failed every render.
+    (tmp_path / "truncated.png").write_bytes(good[:33] + _cut_idat(good[33:]))
+    path = write_template(
+        tmp_path,
+        {
+            "name": "Card",
+            "size": {"width": 85, "height": 55},
+            "pages": [
+                {
+                    "elements": [
+                        {
+                            "type": "image",
+                            "file": element,
+                            "box": {"x": 0, "y": 0, "width": 10, "height": 10},
+                        }
+                    ]
+                }
+            ],
+        },
+    )
+    result = pps(runner, "template", "import", str(path), "--client", shop_a)
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)  # a message, not a crash
+    assert "Traceback" not in result.output
+    assert expected in result.stderr
+    assert "nothing was imported" in result.stderr
+    assert repo.list_templates(shop_a).items == []
+
+
+def _cut_idat(chunks: bytes) -> bytes:
+    """The PNG chunks after IHDR with IDAT's data halved and its CRC made right again."""
+    import struct
+    import zlib
+
+    out, pos = [], 0
+    while pos < len(chunks):
+        (length,) = struct.unpack(">I", chunks[pos : pos + 4])
+        kind, body = chunks[pos + 4 : pos + 8], chunks[pos + 8 : pos + 8 + length]
+        if kind == b"IDAT":
+            body = body[: max(1, len(body) // 2)]
+        out.append(struct.pack(">I", len(body)) + kind + body)
+        out.append(struct.pack(">I", zlib.crc32(kind + body)))
+        pos += 12 + length
+    return b"".join(out)

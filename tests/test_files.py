@@ -267,12 +267,12 @@ def test_changing_the_draft_through_the_api_makes_new_files(
     new_text = pdf_text(download(client, file_url(draft), token))[0]
     assert "Changed" in new_text and "Hello" not in new_text
     image = download(client, file_url(draft, "image"), token, width=120)
-    assert png_size(image) == (120, 60)
+    assert png_size(image) == (160, 80)  # the next of the sizes images come in
     keys = stored_keys(app, f"drafts/{tenant.identifier}/{draft.draft_hash}")
     v1, v2 = f"v{draft.version}", f"v{draft.version + 1}"
     assert [key.split("/", 3)[3] for key in keys] == [
         f"{v1}/print.pdf",
-        f"{v2}/image-p0-120x60.png",
+        f"{v2}/image-p0-160x80.png",
         f"{v2}/print.pdf",
     ]
     # The link handed out before the change still serves the old file until it expires.
@@ -294,11 +294,12 @@ def test_file_of_an_older_version_is_not_served(
     ("query", "size"),
     [
         ({}, (591, 295)),  # 150 dpi
-        ({"width": 300}, (300, 150)),
-        ({"height": 100}, (200, 100)),
-        ({"width": 300, "height": 100}, (200, 100)),  # fits inside, aspect kept
-        ({"width": 100, "height": 300}, (100, 50)),
-        ({"width": 4000}, (4000, 2000)),
+        # The size asked for, then its longer side rounded up to the next of IMAGE_STEPS.
+        ({"width": 300}, (320, 160)),
+        ({"height": 100}, (320, 160)),  # (200, 100)
+        ({"width": 300, "height": 100}, (320, 160)),  # fits inside, aspect kept: (200, 100)
+        ({"width": 100, "height": 300}, (160, 80)),  # (100, 50)
+        ({"width": 4000}, (2048, 1024)),  # the largest step
         ({"width": ""}, (591, 295)),  # an empty option counts as absent
     ],
 )
@@ -591,8 +592,8 @@ def test_imported_preview_is_resized_on_request(
     app.extensions["pps"].storage.put(template.preview_key, rendered_png(300, 150))
     token = sign(tenant.api_key, magento_claims(tenant))
     small = download(client, preview_url(template), token, width=60)
-    assert png_size(small) == (60, 30)
-    assert png_size(download(client, preview_url(template), token, height=10)) == (20, 10)
+    assert png_size(small) == (160, 80)  # (60, 30), rounded up to the next step
+    assert png_size(download(client, preview_url(template), token, height=10)) == (160, 80)
     with Image.open(io.BytesIO(small)) as image:
         assert image.getpixel((30, 15)) == (10, 20, 30)
     # The second page is not in the imported picture: it is rendered.
@@ -633,11 +634,11 @@ def test_template_preview_is_rendered_from_defaults_when_none_was_imported(
     assert response.headers["Location"].endswith(f"/{template.identifier}-page-preview-thumb.png")
     with follow(client, response.headers["Location"]) as served:
         assert served.mimetype == "image/png"
-        assert png_size(served.data) == (200, 100)
+        assert png_size(served.data) == (320, 160)  # (200, 100), rounded up to the next step
     assert download(client, preview_url(template), token, width=200) is not None
-    assert renders == [("image", 0, 200, None)]  # the second request used the cached file
+    assert renders == [("image", 0, 320, None)]  # the second request used the cached file
     keys = stored_keys(app, f"templates/{tenant.identifier}/{template.identifier}/rendered")
-    assert len(keys) == 1 and keys[0].rsplit("/", 1)[1].startswith("preview-p0-200x100-")
+    assert len(keys) == 1 and keys[0].rsplit("/", 1)[1].startswith("preview-p0-320x160-")
     assert_json_error(fetch(client, preview_url(template), token, query={"page": 2}), 422)
 
 

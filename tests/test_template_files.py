@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from pps.models import Template
 from pps.repository import DuplicateIdentifier
@@ -22,7 +24,16 @@ from pps.template_files import (
     preview_key,
 )
 
-PNG = PNG_SIGNATURE + b"\x00\x00\x00\rIHDR-not-a-real-image-but-the-signature-is-right"
+
+def _small_png() -> bytes:
+    """A real PNG: the import decodes every file it copies, the preview included."""
+    out = io.BytesIO()
+    Image.new("RGB", (8, 4), (0, 128, 255)).save(out, "PNG")
+    return out.getvalue()
+
+
+PNG = _small_png()
+assert PNG.startswith(PNG_SIGNATURE)
 
 
 def write(directory: Path, document: Any, name: str = "template.json") -> Path:
@@ -566,3 +577,128 @@ def test_example_templates_import(
     assert created.page_count == len(loaded.spec["pages"])
     for name in loaded.assets:
         assert storage.read(f"templates/{client.identifier}/{created.identifier}/assets/{name}")
+
+
+# -- every file decoded before it is accepted --------------------------------------------
+
+
+def one_image(file: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": "Logo card",
+        "size": {"width": 85, "height": 55},
+        "pages": [{"elements": [{"type": "image", "file": file, "box": BOX}]}],
+        **extra,
+    }
+
+
+def truncated_png() -> bytes:
+    """Every chunk intact (CRCs right: ``verify()`` passes), the pixel data cut in half."""
+    import struct
+    import zlib
+
+    from PIL import ImageDraw
+
+    image = Image.new("RGB", (120, 80), (255, 255, 255))
+    ImageDraw.Draw(image).ellipse((10, 10, 110, 70), fill=(200, 30, 30))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    data, pos, parts = out.getvalue(), 8, [out.getvalue()[:8]]
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"IDAT":
+            body = body[: len(body) // 2]
+        parts.append(struct.pack(">I", len(body)) + kind + body)
+        parts.append(struct.pack(">I", zlib.crc32(kind + body)))
+        pos += 12 + length
+    return b"".join(parts)
+
+
+def test_a_name_with_a_dot_part_is_refused_with_the_plain_name(tmp_path: Path) -> None:
+    (tmp_path / "art").mkdir()
+    (tmp_path / "art" / "logo.png").write_bytes(real_png())
+    (tmp_path / "card.png").write_bytes(real_png())
+    document = one_image("./art/logo.png", preview="./card.png")
+    assert errors_of(write(tmp_path, document)) == [
+        "pages[0].elements[0].file: must not contain '.' parts; write 'art/logo.png'",
+        "preview: './card.png' must not contain '.' parts; write 'card.png'",
+    ]
+    assert errors_of(write(tmp_path, one_image("art/./logo.png")))[0].endswith(
+        "write 'art/logo.png'"
+    )
+
+
+def test_a_truncated_png_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "logo.png").write_bytes(truncated_png())
+    (tmp_path / "card.png").write_bytes(truncated_png())
+    errors = errors_of(write(tmp_path, one_image("logo.png", preview="card.png")))
+    assert [error.split(" cannot")[0] for error in errors] == [
+        "files: 'logo.png'",
+        "preview: 'card.png'",
+    ]
+    assert all("cannot be decoded as an image" in error for error in errors)
+
+
+def test_images_over_the_pixel_limit_are_refused_before_decoding(tmp_path: Path) -> None:
+    (tmp_path / "small.png").write_bytes(real_png())  # 40 x 20 = 800 pixels
+    assert load_template_file(write(tmp_path, one_image("small.png")), max_image_pixels=800)
+    errors = errors_of_limit(write(tmp_path, one_image("small.png")), 799)
+    assert errors == [
+        "files: 'small.png' is 40 x 20 pixels (0.0 megapixels), more than the limit of "
+        "0.000799 megapixels (PPS_MAX_IMAGE_PIXELS); scale it down: print needs about "
+        "300 pixels per inch of its placed size"
+    ]
+    # The default is well below the 80 megapixels that took 2 GB per render.
+    big = Image.new("L", (6400, 6400))  # 41 megapixels, one byte each
+    big.save(tmp_path / "big.png")
+    default_errors = errors_of(write(tmp_path, one_image("big.png")))
+    assert "41.0 megapixels" in default_errors[0]
+    assert "limit of 40 megapixels" in default_errors[0]
+
+
+def errors_of_limit(path: Path, max_image_pixels: int) -> list[str]:
+    with pytest.raises(TemplateFileError) as info:
+        load_template_file(path, max_image_pixels=max_image_pixels)
+    return info.value.errors
+
+
+def test_a_truncated_pdf_is_refused(tmp_path: Path) -> None:
+    artwork = (EXAMPLES / "postcard" / "artwork.pdf").read_bytes()
+    # pikepdf recovers the first half (the parser's check passes); pdfium does not.
+    (tmp_path / "art.pdf").write_bytes(artwork[: len(artwork) // 2])
+    document = {
+        "name": "Broken",
+        "size": {"width": 148, "height": 105},
+        "pages": [{"background": {"pdf": "art.pdf"}}],
+    }
+    errors = errors_of(write(tmp_path, document))
+    assert len(errors) == 1 and errors[0].startswith("files: 'art.pdf' cannot be"), errors
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ({"name": "Card\ud800"}, "name"),
+        ({"name": "Card", "customAttributes": {"a": ["ok", "\udfff"]}}, "customAttributes.a[1]"),
+        ({"name": "Card", "customAttributes": {"k\ud800": 1}}, "customAttributes (a key)"),
+        ({"name": "Card", "dataKeys": ["first\ud800"]}, "dataKeys[0]"),
+        (one_image("logo\ud800.png"), "pages[0].elements[0].file"),
+        ({"name": "Card", "preview": "card\udc00.png"}, "preview"),
+        (
+            {
+                "name": "Card",
+                "size": {"width": 85, "height": 55},
+                "pages": [{"elements": [{"type": "text", "dataKey": "k\ud800", "box": BOX}]}],
+            },
+            "pages[0].elements[0].dataKey",
+        ),
+    ],
+)
+def test_a_lone_surrogate_anywhere_is_refused(
+    tmp_path: Path, document: dict[str, Any], path: str
+) -> None:
+    # json.dumps writes "\ud800" as the escape a hand-written file would hold.
+    errors = errors_of(write(tmp_path, document))
+    assert errors == [
+        f"{path}: contains a lone UTF-16 surrogate; the file must be valid Unicode text"
+    ]

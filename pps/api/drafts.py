@@ -17,6 +17,7 @@ from pps.api.schemas import (
     DraftUpdateInput,
 )
 from pps.errors import NotFound, ValidationFailed
+from pps.file_sweep import delete_draft_files
 from pps.models import Draft
 
 blp = resource("drafts", "Draft")
@@ -135,6 +136,8 @@ def delete_draft(draft_hash: str) -> Response:
     """Delete a draft"""
     if not services().repository.delete_draft(current_client().identifier, draft_hash):
         raise NotFound(DRAFT_NOT_FOUND)
+    # Rendered files hold the customer's values; pps files sweep catches a late render.
+    delete_draft_files(services().storage, current_client().identifier, draft_hash)
     return no_content()
 
 

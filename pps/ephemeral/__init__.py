@@ -1,4 +1,4 @@
-"""Short-lived state with a TTL: login nonces and file links.
+"""Short-lived state with a TTL: login nonces, file links and rate-limit counters.
 
 Two implementations share one contract: Redis for deployments with several nodes, and an
 embedded SQLite store for a single host without Redis (safe across gunicorn workers).
@@ -53,6 +53,15 @@ class EphemeralStore(Protocol):
 
     def put_link(self, key: str, value: str, ttl: int) -> None:
         """Remember ``value`` under ``key`` for ``ttl`` seconds."""
+        ...
+
+    def count(self, key: str, ttl: int) -> int:
+        """Add one to the counter ``key`` and return its new value (1 for a new counter).
+
+        A new counter expires ``ttl`` seconds after its first count; later counts do not
+        extend it, so a key per time window counts that window (a rate limit). A command
+        retried after a timeout may count twice: fine for a limit, not for money.
+        """
         ...
 
     def get_link(self, key: str) -> str | None:

@@ -216,6 +216,19 @@ class RedisStore:
         except redis.exceptions.RedisError as exc:
             raise EphemeralUnavailable(f"Redis is unavailable: {exc}") from exc
 
+    def count(self, key: str, ttl: int) -> int:
+        """``INCR`` and ``EXPIRE ... NX`` in one transaction, through redis-py's client."""
+        check_ttl(ttl)
+        name = self.prefix + key
+        try:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.incr(name)
+                pipe.expire(name, ttl, nx=True)
+                value, _ = pipe.execute()
+        except redis.exceptions.RedisError as exc:
+            raise EphemeralUnavailable(f"Redis is unavailable: {exc}") from exc
+        return int(value)
+
     def get_link(self, key: str) -> str | None:
         try:
             value = self._call(pack("GET", self.prefix + key))

@@ -40,6 +40,16 @@ _PUT = """
 INSERT INTO entries (key, value, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
 """
+# A counter starts at 1 when new or expired; otherwise it counts up and keeps its expiry.
+_COUNT = """
+INSERT INTO entries (key, value, expires_at) VALUES (?, '1', ?)
+ON CONFLICT (key) DO UPDATE SET
+    value = CASE WHEN entries.expires_at <= ? THEN '1'
+                 ELSE CAST(CAST(entries.value AS INTEGER) + 1 AS TEXT) END,
+    expires_at = CASE WHEN entries.expires_at <= ? THEN excluded.expires_at
+                      ELSE entries.expires_at END
+RETURNING value
+"""
 _GET = "SELECT value FROM entries WHERE key = ? AND expires_at > ?"
 _PURGE = "DELETE FROM entries WHERE expires_at <= ?"
 
@@ -119,6 +129,16 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise EphemeralUnavailable(f"ephemeral store {self.path}: {exc}") from exc
         self._maybe_purge(now)
+
+    def count(self, key: str, ttl: int) -> int:
+        check_ttl(ttl)
+        now = time.time()
+        try:
+            row = self._connection().execute(_COUNT, (key, now + ttl, now, now)).fetchone()
+        except sqlite3.Error as exc:
+            raise EphemeralUnavailable(f"ephemeral store {self.path}: {exc}") from exc
+        self._maybe_purge(now)
+        return int(row[0])
 
     def get_link(self, key: str) -> str | None:
         try:

@@ -43,12 +43,28 @@ def check_relative_name(name: str) -> str | None:
         return "must be a non-empty relative path without surrounding spaces"
     if "\x00" in name or "\\" in name:
         return "must not contain NUL or backslash characters"
+    if not _is_unicode(name):
+        return "must be valid Unicode (it contains a lone UTF-16 surrogate)"
     path = PurePosixPath(name)
     if path.is_absolute() or Path(name).is_absolute():
         return "must be relative to the template file, not absolute"
-    if any(part in ("..", "") for part in name.split("/")):
+    parts = name.split("/")
+    if any(part in ("..", "") for part in parts):
         return "must stay inside the template's folder (no '..' or empty parts)"
+    if "." in parts:
+        # The name becomes a storage key, which has no '.' segments: one spelling per file.
+        plain = "/".join(part for part in parts if part != ".")
+        return f"must not contain '.' parts; write {plain!r}" if plain else "names no file"
     return None
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8: a lone surrogate (JSON ``"\\ud800"``) does not."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def sniff(data: bytes) -> AssetKind | None:

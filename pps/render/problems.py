@@ -96,6 +96,9 @@ class Code(StrEnum):
     FILE_TOO_MANY_PIXELS = "file.too_many_pixels"
     FILE_UNREADABLE_IMAGE = "file.unreadable_image"
 
+    # A template that cannot be rendered (a file that does not decode).
+    TEMPLATE_UNRENDERABLE = "template.unrenderable"
+
 
 @dataclass(frozen=True)
 class Problem:

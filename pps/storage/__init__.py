@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -15,6 +16,15 @@ class StoredFile:
     """A local path when the storage has one (lets the web layer use sendfile or X-Accel)."""
 
 
+@dataclass(frozen=True)
+class ListedFile:
+    """A file found by :meth:`FileStorage.list_files`; ``modified`` in seconds since the epoch."""
+
+    key: str
+    size: int
+    modified: float
+
+
 class FileStorage(Protocol):
     def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` atomically (readers never see a half-written file)."""
@@ -25,6 +35,14 @@ class FileStorage(Protocol):
     def read(self, key: str) -> bytes | None: ...
 
     def delete(self, key: str) -> None: ...
+
+    def list_files(self, prefix: str) -> Iterator[ListedFile]:
+        """Every file whose key starts with ``prefix/`` (``prefix`` is a folder), any depth."""
+        ...
+
+    def delete_tree(self, prefix: str) -> int:
+        """Delete every file below the folder ``prefix``; how many were deleted."""
+        ...
 
 
 def open_storage(files_dir: Path) -> FileStorage:

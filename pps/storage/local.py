@@ -6,9 +6,10 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-from pps.storage import StoredFile
+from pps.storage import ListedFile, StoredFile
 
 FILE_MODE = 0o644
 """Readable by nginx, which serves these files itself through X-Accel-Redirect."""
@@ -80,3 +81,32 @@ class LocalStorage:
         """Remove the file; a missing one is already what the caller wants."""
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             self.path_for(key).unlink()
+
+    def list_files(self, prefix: str) -> Iterator[ListedFile]:
+        """Walk the folder ``prefix``; files being written (``.<name>.*.tmp``) are skipped."""
+        top = self.path_for(prefix)
+        for folder, _dirs, names in os.walk(top):
+            base = Path(folder)
+            for name in sorted(names):
+                if name.startswith(".") and name.endswith(".tmp"):
+                    continue
+                path = base / name
+                try:
+                    st = path.lstat()
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    key = path.relative_to(self.root).as_posix()
+                    yield ListedFile(key=key, size=st.st_size, modified=st.st_mtime)
+
+    def delete_tree(self, prefix: str) -> int:
+        """Delete the files below ``prefix``, then the folders left empty (the top one too)."""
+        top = self.path_for(prefix)
+        deleted = 0
+        for listed in list(self.list_files(prefix)):
+            self.delete(listed.key)
+            deleted += 1
+        for folder, _dirs, _names in sorted(os.walk(top), key=lambda entry: -len(entry[0])):
+            with contextlib.suppress(OSError):  # not empty: a file arrived meanwhile
+                os.rmdir(folder)
+        return deleted

@@ -17,6 +17,7 @@ Everything works without JavaScript; ``static/editor.js`` only adds the live pre
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -33,13 +34,23 @@ from pps.render import (
     Field,
     InvalidValues,
     Problem,
+    RenderError,
     TemplateSpec,
     check_values,
     image_size,
     render_file,
 )
-from pps.render.problems import english
-from pps.rendering import StorageAssets, TemplateNotRenderable, render_draft_file, template_spec
+from pps.render.problems import Code, english
+from pps.render_limits import render_budget
+from pps.rendering import (
+    RenderPolicy,
+    StorageAssets,
+    TemplateNotRenderable,
+    decoded,
+    render_draft_file,
+    render_draft_values_image,
+    template_spec,
+)
 from pps.storage import StoredFile
 from pps.web import bp
 from pps.web.auth import SESSION_EDITOR, logged_in_as
@@ -72,12 +83,16 @@ IMAGE_WIDTHS = (EDIT_WIDTH, LARGE_WIDTH)
 
 #: A form with more fields than this is not one of ours (10 000 DataKeys are refused).
 MAX_FORM_FIELDS = 1000
-#: Live previews per user and page: one per slot of this many seconds, the rest get 429
-#: (the script waits 400 ms after the last key stroke, so typing never hits the limit).
-PREVIEW_SLOT_SECONDS = 0.25
+#: Live previews per logged-in user (all drafts and pages together) per second; more get
+#: 429. The script waits 400 ms after the last key stroke and then renders each page the
+#: change shows on, so typing never hits the limit. Every preview also counts against the
+#: client's PPS_RENDERS_PER_MINUTE.
+PREVIEWS_PER_SECOND = 4
 #: Unsaved previews rendering at once in one process; more wait, then get 503.
 _PREVIEW_RENDERS = threading.BoundedSemaphore(2)
 _PREVIEW_WAIT_SECONDS = 10.0
+
+log = logging.getLogger(__name__)
 
 SESSION_LOCALE = "locale"
 SESSION_NOTICE = "editor_notice"
@@ -176,6 +191,7 @@ def editor_page_image(draft_hash: str, page: int) -> Response:
         return _unsaved_preview(ctx, page, width)
     values = {key: ctx.shown_values[key] for key in ctx.spec.data_keys if key in ctx.shown_values}
     svc = services()
+    policy = _policy(ctx)
     try:
         if _renders_as_saved(ctx.draft, values):
             stored = render_draft_file(
@@ -186,12 +202,26 @@ def editor_page_image(draft_hash: str, page: int) -> Response:
                 page=page,
                 width=width,
                 spec=ctx.spec,
+                policy=policy,
             )
-            response = _send_stored(stored)
         else:
-            response = _png(_render(ctx, values, page, width))
+            # Stored values the renderer would refuse (numbers): render the shown text,
+            # cached by those values, so the next visit is a lookup too.
+            stored = render_draft_values_image(
+                svc.storage,
+                ctx.draft,
+                ctx.template,
+                ctx.spec,
+                values,
+                page=page,
+                width=width,
+                policy=policy,
+            )
+        response = _send_stored(stored)
     except InvalidValues as exc:
         return _problem_json(ctx, exc.problems)
+    except RenderError as exc:
+        return _problem_json(ctx, _template_problem(exc))
     # The URL names the draft's version (?v=), so a changed draft gets a new URL.
     response.headers["Cache-Control"] = "private, max-age=600"
     return response
@@ -315,11 +345,18 @@ def _check_form() -> None:
 def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Problem]]:
     """What is wrong with ``values`` per DataKey: the renderer's checks, the same it renders by."""
     errors: dict[str, list[Problem]] = {}
-    if ctx.spec is not None:
+    spec = ctx.spec
+    if spec is not None:
         assets = StorageAssets(
-            services().storage, ctx.client.identifier, ctx.draft.template_identifier
+            services().storage,
+            ctx.client.identifier,
+            ctx.draft.template_identifier,
+            max_pixels=services().settings.max_image_pixels,
         )
-        errors.update(check_values(ctx.spec, values, assets))
+        try:
+            errors.update(decoded(lambda: check_values(spec, values, assets)))
+        except RenderError as exc:  # a broken font file of the template
+            errors.update(_template_problem(exc))
     spec_keys = set(ctx.spec.data_keys) if ctx.spec is not None else set()
     errors.update(over_global_limit({k: v for k, v in values.items() if k not in spec_keys}))
     return errors
@@ -351,6 +388,21 @@ def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft
 # -- previews ----------------------------------------------------------------------------
 
 
+def _policy(ctx: EditorContext) -> RenderPolicy:
+    """The editor's widths are a fixed pair already; renders count against the client."""
+    svc = services()
+    return RenderPolicy(
+        max_pixels=svc.settings.max_image_pixels,
+        spend=render_budget(svc.ephemeral, ctx.client.identifier, svc.settings.renders_per_minute),
+    )
+
+
+def _template_problem(exc: RenderError) -> dict[str, list[Problem]]:
+    """A problem of the template itself (a broken file), shown as a general message."""
+    log.warning("cannot render a page of the editor: %s", exc)
+    return {"template": [Problem(Code.TEMPLATE_UNRENDERABLE, {"reason": str(exc)})]}
+
+
 def _renders_as_saved(draft: Draft, values: dict[str, str]) -> bool:
     """Whether the draft's stored values are exactly what the editor shows (then the cached
     draft file is right); numbers or missing keys among them render from the shown text."""
@@ -362,20 +414,27 @@ def _renders_as_saved(draft: Draft, values: dict[str, str]) -> bool:
 def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
     _check_form()
     client, user = ctx.client.identifier, ctx.draft.user_identifier
-    slot = int(time.time() / PREVIEW_SLOT_SECONDS)
-    key = f"pps:preview:{client}:{user}:{ctx.draft.draft_hash}:{page}:{slot}"
-    if not services().ephemeral.claim(key, 2):
+    # Per login, over all its drafts and pages: one window per second.
+    second = int(time.time())
+    if services().ephemeral.count(f"pps:preview:{client}:{user}:{second}", 2) > (
+        PREVIEWS_PER_SECOND
+    ):
         raise PreviewTooFast()
     values = {**ctx.shown_values, **submitted_values(request.form, ctx.fields)}
     errors = _problems(ctx, values)
     if errors:
         return _problem_json(ctx, errors)
+    spend = _policy(ctx).spend
+    assert spend is not None
+    spend()  # the client's renders per minute
     if not _PREVIEW_RENDERS.acquire(timeout=_PREVIEW_WAIT_SECONDS):
         raise PreviewBusy()
     try:
-        body = _render(ctx, values, page, width)
+        body = decoded(lambda: _render(ctx, values, page, width))
     except InvalidValues as exc:
         return _problem_json(ctx, exc.problems)
+    except RenderError as exc:
+        return _problem_json(ctx, _template_problem(exc))
     finally:
         _PREVIEW_RENDERS.release()
     response = _png(body)
@@ -386,7 +445,12 @@ def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
 def _render(ctx: EditorContext, values: dict[str, str], page: int, width: int) -> bytes:
     assert ctx.spec is not None
     size = image_size(ctx.spec, width, None)
-    assets = StorageAssets(services().storage, ctx.client.identifier, ctx.draft.template_identifier)
+    assets = StorageAssets(
+        services().storage,
+        ctx.client.identifier,
+        ctx.draft.template_identifier,
+        max_pixels=services().settings.max_image_pixels,
+    )
     body, _ = render_file(
         "image", ctx.spec, values, assets, page=page, width=size[0], height=size[1]
     )

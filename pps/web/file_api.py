@@ -28,9 +28,12 @@ from pps.file_keys import (
     template_preview_name,
 )
 from pps.file_links import issue_link, owned_draft
+from pps.image_sizes import IMAGE_STEPS
 from pps.models import DraftRef
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
+from pps.render_limits import render_budget
 from pps.rendering import (
+    RenderPolicy,
     TemplateNotRenderable,
     render_draft_file,
     rendered_draft_pdf,
@@ -74,6 +77,8 @@ _IMAGE_PARAMETERS = [
         "description": (
             f"Image {name} in pixels, 1 to {MAX_PIXELS}. With one of width and height the "
             "other follows the page's aspect ratio; with both the image fits inside them. "
+            "The image's longer side is then rounded up to the next of "
+            f"{', '.join(map(str, IMAGE_STEPS))} (at most {IMAGE_STEPS[-1]}). "
             "Without either, pages are rendered at 150 dpi. Only for images."
         ),
     }
@@ -100,7 +105,7 @@ _GET_ONLY = (
     " `HEAD` is refused with `405` (`Allow: GET`) and leaves the token unused; the file "
     "link itself answers `HEAD`."
 )
-_FILE_ERRORS = (400, 401, 403, 404, 405, 422, 503)
+_FILE_ERRORS = (400, 401, 403, 404, 405, 422, 429, 503)
 
 
 files_api = Blueprint(
@@ -193,7 +198,14 @@ def _render_for_draft(ref: DraftRef, kind: str, label: str) -> StoredFile:
         page, width, height = _image_options(template.page_count)
     return _rendered(
         lambda: render_draft_file(
-            svc.storage, draft, template, kind, page=page, width=width, height=height
+            svc.storage,
+            draft,
+            template,
+            kind,
+            page=page,
+            width=width,
+            height=height,
+            policy=_policy(draft.client_identifier),
         ),
         what=f"{label} of draft {draft.draft_hash}",
     )
@@ -223,7 +235,9 @@ def template_preview(template_id: str) -> Response:
         raise Forbidden("The token's user is not a user of this client.")
     page, width, height = _image_options(template.page_count)
     stored = _rendered(
-        lambda: template_preview_file(svc.storage, template, page=page, width=width, height=height),
+        lambda: template_preview_file(
+            svc.storage, template, page=page, width=width, height=height, policy=_policy(client)
+        ),
         what=f"preview of template {template.identifier}",
     )
     return _link_to(
@@ -231,6 +245,17 @@ def template_preview(template_id: str) -> Response:
         key=stored.key,
         filename=template_preview_name(template.identifier, stored.key),
         content_type=content_type_for(stored.key),
+    )
+
+
+def _policy(client: str) -> RenderPolicy:
+    """Sizes from the short list, the image pixel limit and the client's render budget."""
+    svc = services()
+    settings = svc.settings
+    return RenderPolicy(
+        steps=IMAGE_STEPS,
+        max_pixels=settings.max_image_pixels,
+        spend=render_budget(svc.ephemeral, client, settings.renders_per_minute),
     )
 
 

@@ -71,7 +71,9 @@ A page (`page` counted from 0) as PNG, `width` 960 or 1600 pixels. `GET`: the sa
 cached by draft version. `POST` with the form's `csrf_token` and `v:<DataKey>` values: the
 page rendered from those values without saving them (the live preview); `422` with
 `{"message", "errors"}` per DataKey when they cannot be rendered, `429` when sent faster
-than four times a second per page, `503` when the renderer is busy.
+than four times a second per login (all drafts and pages together) or past the client's
+`PPS_RENDERS_PER_MINUTE`, `503` when the renderer is busy. A problem of the template itself
+(a file that cannot be decoded) is a `422` whose `general` says so.
 """
 
 FILE_LINK = (
