@@ -100,7 +100,11 @@ def build_services(settings: Settings) -> Services:
     settings.instance_path.mkdir(parents=True, exist_ok=True)
     return Services(
         settings=settings,
-        repository=SqlRepository(settings.resolved_database_url),
-        ephemeral=open_ephemeral(settings.redis_url, instance_path=settings.instance_path),
+        repository=SqlRepository(settings.resolved_database_url, timeout=settings.database_timeout),
+        ephemeral=open_ephemeral(
+            settings.redis_url,
+            instance_path=settings.instance_path,
+            redis_timeout=settings.redis_timeout,
+        ),
         storage=open_storage(settings.resolved_files_dir),
     )
