@@ -1,10 +1,11 @@
 """A claim stays a win when it is resent after a lost reply.
 
 pps resends a command once after a timeout (see ``pps.redis_client``). If the first attempt
-reached Redis and only its reply was lost, a plain ``SET NX`` retry answers "already set" and a first login
-looks like a replay. These tests reproduce that on a real network path: a small TCP proxy
-on loopback in front of the real redis-server forwards the first ``SET ... NX`` and then
-swallows its reply, so the client times out and retries on a fresh connection.
+reached Redis and only its reply was lost, a plain ``SET NX`` retry answers "already set"
+and a first login looks like a replay. These tests reproduce that on a real network path:
+a small TCP proxy on loopback in front of the real redis-server forwards the first
+``SET ... NX`` and then swallows its reply, so the client times out and retries on a fresh
+connection.
 """
 
 from __future__ import annotations
