@@ -10,6 +10,7 @@ arranged straight through the repository and the file storage.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
 import shutil
@@ -17,12 +18,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from conftest import free_port, missing_service, wait_for_port
+from server_support import call, shop_token
 
 from pps.file_keys import draft_file_key
 from pps.repository.sql import SqlRepository, upgrade_database
@@ -126,6 +129,7 @@ class PostgresCluster:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> None:
+        log = (self.root / "server.log").open("ab")
         self.proc = subprocess.Popen(
             [
                 *self._as_user,
@@ -145,18 +149,23 @@ class PostgresCluster:
             ],
             cwd=self.root,
             stdout=subprocess.DEVNULL,
-            stderr=(self.root / "server.log").open("ab"),
+            stderr=log,
             start_new_session=True,
         )
+        log.close()  # the server holds its own copy
+        engine = sa.create_engine(
+            self.url(), connect_args={"connect_timeout": 2}, poolclass=sa.pool.NullPool
+        )
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                engine = sa.create_engine(self.url(), connect_args={"connect_timeout": 2})
-                with engine.connect():
-                    engine.dispose()
-                    return
-            except sa.exc.OperationalError:
-                time.sleep(0.1)
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    with engine.connect():
+                        return
+                except sa.exc.OperationalError:
+                    time.sleep(0.1)
+        finally:
+            engine.dispose()
         raise RuntimeError(f"PostgreSQL did not start:\n{self.log()}")
 
     def log(self) -> str:
@@ -171,14 +180,17 @@ class PostgresCluster:
         os.kill(self.postmaster_pid(), signal.SIGSTOP)
 
     def thaw(self) -> None:
-        os.kill(self.postmaster_pid(), signal.SIGCONT)
+        """Continue the postmaster, and ``runuser`` in front of it, which stops itself
+        when its child stops (as ``su`` does for job control)."""
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGCONT)
 
     def stop(self) -> None:
         """Fast shutdown: sessions are ended, then the server exits."""
         if self.proc is None:
             return
         with contextlib.suppress(OSError, ValueError):
-            os.kill(self.postmaster_pid(), signal.SIGCONT)
+            os.killpg(self.proc.pid, signal.SIGCONT)
             os.kill(self.postmaster_pid(), signal.SIGINT)
         try:
             self.proc.wait(timeout=30)
@@ -243,11 +255,79 @@ def arrange_shop(database_url: str, files_dir: Path) -> Shop:
     return Shop(client.identifier, client.api_key, user.identifier, draft.draft_hash)
 
 
-def elapsed(started: float) -> float:
-    return time.monotonic() - started
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    seconds: float
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
 
 
-def timed(call: Any) -> tuple[Any, float]:
-    started = time.monotonic()
-    result = call()
-    return result, elapsed(started)
+Caller = Callable[..., Answer]
+
+
+@dataclass
+class Service:
+    call: Caller
+    shop: Shop
+    redis: RedisProcess
+    database_url: str
+
+    def api(self, method: str, path: str, body: bytes | None = None) -> Answer:
+        headers = {"Authorization": f"Bearer {self.shop.api_key}", "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        return self.call(method, path, body=body, headers=headers)
+
+    def auth(self) -> Answer:
+        claims = {
+            "client": self.shop.client,
+            "user": self.shop.user,
+            "redirect": "/",
+            "iat": int(time.time()),
+        }
+        token = shop_token(self.shop.api_key, claims, {"jti": f"jti-{time.monotonic_ns()}"})
+        return self.call("GET", f"/auth?jwt={token}")
+
+    def file(self) -> Answer:
+        now = int(time.time())
+        token = shop_token(
+            self.shop.api_key, {"client": self.shop.client, "iat": now, "exp": now + 300}
+        )
+        return self.call("GET", f"/api-ext/files/draft/{self.shop.draft_hash}/print?jwt={token}")
+
+    def submit(self) -> Answer:
+        body = json.dumps({"draftIds": [self.shop.draft_hash]}).encode()
+        return self.api("POST", "/api-ext/pdf-processing", body)
+
+
+def flask_caller(app: Any) -> Caller:
+    def flask_call(
+        method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> Answer:
+        started = time.monotonic()
+        client = app.test_client()
+        with client.open(path, method=method, data=body, headers=headers or {}) as response:
+            seconds = time.monotonic() - started
+            names = {name.lower(): value for name, value in response.headers.items()}
+            names["set-cookie"] = ";".join(response.headers.getlist("Set-Cookie"))
+            return Answer(response.status_code, names, response.get_data(), seconds)
+
+    return flask_call
+
+
+def http_caller(port: int) -> Caller:
+    def http_call(
+        method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> Answer:
+        started = time.monotonic()
+        reply = call(port, method, path, body=body, headers=headers)
+        seconds = time.monotonic() - started
+        names = {name.lower(): value for name, value in reply.headers.items()}
+        names["set-cookie"] = ";".join(reply.headers.get_all("Set-Cookie") or [])
+        return Answer(reply.status, names, reply.body, seconds)
+
+    return http_call

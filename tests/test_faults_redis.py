@@ -16,15 +16,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import TEST_SECRET_KEY, free_port
-from fault_support import RedisProcess, Shop, arrange_shop
-from server_support import call, server_env, shop_token, start_gunicorn, stop
+from fault_support import Answer, RedisProcess, Service, arrange_shop, flask_caller, http_caller
+from server_support import call, server_env, start_gunicorn, stop
 
 from app import create_app
 from pps.repository.sql import upgrade_database
@@ -33,83 +31,6 @@ pytestmark = pytest.mark.slow
 
 #: PPS_REDIS_TIMEOUT's default and the slack a generous assertion on it allows.
 BOUND = 2.5
-
-
-@dataclass
-class Answer:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    seconds: float
-
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name.lower())
-
-
-Caller = Callable[..., Answer]
-
-
-@dataclass
-class Service:
-    call: Caller
-    shop: Shop
-    redis: RedisProcess
-
-    def api(self, method: str, path: str, body: bytes | None = None) -> Answer:
-        headers = {"Authorization": f"Bearer {self.shop.api_key}", "Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        return self.call(method, path, body=body, headers=headers)
-
-    def auth(self) -> Answer:
-        claims = {
-            "client": self.shop.client,
-            "user": self.shop.user,
-            "redirect": "/",
-            "iat": int(time.time()),
-        }
-        token = shop_token(self.shop.api_key, claims, {"jti": f"jti-{time.monotonic_ns()}"})
-        return self.call("GET", f"/auth?jwt={token}")
-
-    def file(self) -> Answer:
-        now = int(time.time())
-        token = shop_token(
-            self.shop.api_key, {"client": self.shop.client, "iat": now, "exp": now + 300}
-        )
-        return self.call("GET", f"/api-ext/files/draft/{self.shop.draft_hash}/print?jwt={token}")
-
-    def submit(self) -> Answer:
-        body = json.dumps({"draftIds": [self.shop.draft_hash]}).encode()
-        return self.api("POST", "/api-ext/pdf-processing", body)
-
-
-def _flask_caller(app: Any) -> Caller:
-    def flask_call(
-        method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
-    ) -> Answer:
-        started = time.monotonic()
-        client = app.test_client()
-        with client.open(path, method=method, data=body, headers=headers or {}) as response:
-            seconds = time.monotonic() - started
-            names = {name.lower(): value for name, value in response.headers.items()}
-            names["set-cookie"] = ";".join(response.headers.getlist("Set-Cookie"))
-            return Answer(response.status_code, names, response.get_data(), seconds)
-
-    return flask_call
-
-
-def _http_caller(port: int) -> Caller:
-    def http_call(
-        method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
-    ) -> Answer:
-        started = time.monotonic()
-        reply = call(port, method, path, body=body, headers=headers)
-        seconds = time.monotonic() - started
-        names = {name.lower(): value for name, value in reply.headers.items()}
-        names["set-cookie"] = ";".join(reply.headers.get_all("Set-Cookie") or [])
-        return Answer(reply.status, names, reply.body, seconds)
-
-    return http_call
 
 
 @pytest.fixture(params=["flask", "gunicorn"])
@@ -131,7 +52,7 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]
                 }
             )
             try:
-                yield Service(_flask_caller(app), shop, redis_process)
+                yield Service(flask_caller(app), shop, redis_process, database_url)
             finally:
                 app.extensions["pps"].close()
         else:
@@ -140,8 +61,10 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]
             env["PPS_THREADS"] = "4"
             log = tmp_path / "gunicorn.log"
             proc = start_gunicorn(env, port, log, "--workers", "1")
+            # A first request loads what a worker loads once; not part of what is timed.
+            assert call(port, "GET", "/openapi.json").status == 200
             try:
-                yield Service(_http_caller(port), shop, redis_process)
+                yield Service(http_caller(port), shop, redis_process, database_url)
             finally:
                 stop(proc)
             text = log.read_text()
