@@ -89,5 +89,26 @@ class ValidationFailed(PpsError):
 
 
 class ServiceUnavailable(PpsError):
+    """A backing service (database, Redis) failed or did not answer in time.
+
+    Always sent with ``Retry-After``: the outage is expected to pass, and clients and
+    proxies should come back rather than give up. ``pps.http_errors`` maps the database
+    and Redis client errors onto this class.
+    """
+
     status = 503
     default_message = "A backing service is unavailable; try again shortly."
+    retry_after = 5
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        errors: Mapping[str, Sequence[str]] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            errors=errors,
+            headers={"Retry-After": str(self.retry_after), **(headers or {})},
+        )

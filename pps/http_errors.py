@@ -9,12 +9,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
+import redis
+import sqlalchemy as sa
 from flask import Flask, Response, g, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from pps.ephemeral import EphemeralUnavailable
 from pps.errors import PpsError, ServiceUnavailable
 from pps.http_headers import request_id_from
+from pps.jobs.queue import JobQueueUnavailable
 
 log = logging.getLogger("pps")
 
@@ -76,6 +80,42 @@ def http_error_response(exc: HTTPException) -> Response:
     return error_response(_from_http_exception(exc))
 
 
+STORE_DOWN = "The session store is unavailable; nothing was done. Try again shortly."
+DATABASE_DOWN = "The database is unavailable or did not answer in time. Try again shortly."
+QUEUE_DOWN = "The job queue is unavailable; nothing was queued. Try again shortly."
+
+#: Every failure of a backing service, each answered with 503 and ``Retry-After`` (see
+#: :class:`pps.errors.ServiceUnavailable`): what the database and Redis clients raise when
+#: their server is down or exceeds its timeout (PPS_DATABASE_TIMEOUT, PPS_REDIS_TIMEOUT),
+#: and pps's own wrappers of them. ``DBAPIError`` is narrowed to disconnects in
+#: :func:`_outage_message`; anything else stays a 500.
+OUTAGES: tuple[type[Exception], ...] = (
+    EphemeralUnavailable,
+    JobQueueUnavailable,
+    sa.exc.OperationalError,  # refused, closed, connect or statement timeout
+    sa.exc.TimeoutError,  # no pooled connection became free in time
+    sa.exc.DBAPIError,
+    psycopg.OperationalError,  # the same from a raw DBAPI cursor (pps.repository.lookups)
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+)
+
+
+def _outage_message(exc: Exception) -> str | None:
+    """The 503 message for a backing service's failure, None when ``exc`` is no outage."""
+    if isinstance(exc, EphemeralUnavailable):
+        return STORE_DOWN
+    if isinstance(exc, JobQueueUnavailable):
+        return QUEUE_DOWN
+    if isinstance(exc, sa.exc.OperationalError | sa.exc.TimeoutError | psycopg.OperationalError):
+        return DATABASE_DOWN
+    if isinstance(exc, sa.exc.DBAPIError):
+        return DATABASE_DOWN if exc.connection_invalidated else None
+    if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+        return ServiceUnavailable.default_message
+    return None
+
+
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(PpsError)
     def _pps_error(error: PpsError) -> Response:
@@ -85,14 +125,15 @@ def register_error_handlers(app: Flask) -> None:
     def _http_error(exc: HTTPException) -> Any:
         return http_error_response(exc)
 
-    @app.errorhandler(EphemeralUnavailable)
-    def _store_down(exc: EphemeralUnavailable) -> Response:
-        log.error("ephemeral store unavailable (request %s): %s", request_id(), exc)
-        return error_response(
-            ServiceUnavailable(
-                "The session store is unavailable; nothing was done. Try again shortly."
-            )
-        )
+    def _outage(exc: Exception) -> Response:
+        message = _outage_message(exc)
+        if message is None:
+            return _unexpected(exc)
+        log.error("backing service unavailable (request %s): %r", request_id(), exc)
+        return error_response(ServiceUnavailable(message))
+
+    for outage in OUTAGES:
+        app.register_error_handler(outage, _outage)
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:

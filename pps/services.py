@@ -98,11 +98,15 @@ class Services:
 def build_services(settings: Settings) -> Services:
     """Open the repository, the ephemeral store and file storage named by ``settings``."""
     settings.instance_path.mkdir(parents=True, exist_ok=True)
-    repository = SqlRepository(settings.resolved_database_url)
+    repository = SqlRepository(settings.resolved_database_url, timeout=settings.database_timeout)
     return Services(
         settings=settings,
         repository=repository,
-        ephemeral=open_ephemeral(settings.redis_url, instance_path=settings.instance_path),
+        ephemeral=open_ephemeral(
+            settings.redis_url,
+            instance_path=settings.instance_path,
+            redis_timeout=settings.redis_timeout,
+        ),
         storage=open_storage(settings.resolved_files_dir),
         processings=SqlProcessingStore(repository.engine),
     )

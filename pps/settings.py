@@ -41,6 +41,8 @@ class Settings:
     notify_backoff: float = 1.0
     max_image_pixels: int = 40_000_000
     renders_per_minute: int = 600
+    redis_timeout: float = 2.0
+    database_timeout: float = 3.0
 
     @property
     def secure_cookies(self) -> bool:
@@ -66,6 +68,8 @@ _INT_SETTINGS = {
 _FLOAT_SETTINGS = {
     "notify_timeout": "PPS_NOTIFY_TIMEOUT",
     "notify_backoff": "PPS_NOTIFY_BACKOFF",
+    "redis_timeout": "PPS_REDIS_TIMEOUT",
+    "database_timeout": "PPS_DATABASE_TIMEOUT",
 }
 _TRUE = {"1", "true", "yes", "on"}
 #: ``auto``: RQ when PPS_REDIS_URL names Redis, else a thread; ``rq`` insists on Redis.
@@ -157,6 +161,8 @@ def load_settings(
         raise SettingsError("PPS_WORKER_MODE=rq needs PPS_REDIS_URL to name a Redis server")
     if settings.notify_attempts < 1 or settings.notify_timeout <= 0:
         raise SettingsError("PPS_NOTIFY_ATTEMPTS must be at least 1 and PPS_NOTIFY_TIMEOUT > 0")
+    if settings.redis_timeout <= 0 or settings.database_timeout <= 0:
+        raise SettingsError("PPS_REDIS_TIMEOUT and PPS_DATABASE_TIMEOUT must be more than 0")
     if not settings.base_url.startswith(("http://", "https://")):
         raise SettingsError(f"PPS_BASE_URL must start with http:// or https://, got {base_url!r}")
     return _with_secret_key(settings)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import free_port
+from conftest import free_port, wait_for_port
 
 from pps.ephemeral import (
     EphemeralStore,
@@ -28,7 +29,7 @@ from pps.ephemeral import (
     nonce_key,
     open_ephemeral,
 )
-from pps.ephemeral.redis_store import RedisStore, pack
+from pps.ephemeral.redis_store import RedisStore
 from pps.ephemeral.sqlite_store import SqliteStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -271,7 +272,7 @@ def test_processes_claiming_the_same_keys_yield_exactly_one_winner_each(
 
 def test_redis_that_cannot_be_reached_raises_unavailable() -> None:
     # free_port(): bound and released at once, so nothing listens on it.
-    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", socket_timeout=0.5)
+    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=1.0)
     started = time.monotonic()
     with pytest.raises(EphemeralUnavailable):
         store.claim(nonce_key("client-a", "jti"), 60)
@@ -391,42 +392,62 @@ def test_redis_prefix_separates_stores(redis_url: str) -> None:
     second.close()
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("GET", "k"),
-        ("SET", "pps:jti:c:é", "x" * 300, "NX", "GET", "EX", 60),
-        ("SET", "", "", "EX", 1),
-    ],
-)
-def test_redis_commands_are_packed_as_redis_py_packs_them(args: tuple[str | int, ...]) -> None:
-    reference = redis.connection.Connection(protocol=2).pack_command(*args)
-    assert pack(*args) == b"".join(reference)
-
-
-def test_redis_error_reply_is_raised_and_the_line_stays_in_step(redis_url: str) -> None:
+def test_redis_error_reply_is_raised_and_the_store_stays_in_step(redis_url: str) -> None:
     store = RedisStore(redis_url, prefix=unique("err") + ":")
     store.put_link("before", "one", 60)
     with pytest.raises(redis.exceptions.ResponseError, match=r"(?i)unknown command"):
-        store._call(pack("NO-SUCH-COMMAND", "x"))
+        store.client.execute_command("NO-SUCH-COMMAND", "x")
     with pytest.raises(redis.exceptions.ResponseError, match=r"(?i)wrongtype|syntax|integer"):
-        store._call(pack("SET", "k", "v", "EX", "soon"))
+        store.client.execute_command("SET", "k", "v", "EX", "soon")
     assert store.get_link("before") == "one"  # the next reply is this command's own
     store.close()
 
 
-def test_a_line_that_redis_closed_is_replaced_once(redis_url: str) -> None:
+def test_a_connection_that_redis_closed_is_replaced(redis_url: str) -> None:
     store = RedisStore(redis_url, prefix=unique("kill") + ":")
     store.put_link("a", "1", 60)
-    own_name = unique("line")
-    store._call(pack("CLIENT", "SETNAME", own_name))
+    own_name = unique("conn")
+    store.client.client_setname(own_name)  # one thread: the pool's one connection
     killer = redis.Redis.from_url(redis_url)
     ids = [c["id"] for c in killer.client_list() if c.get("name") == own_name]
-    assert ids, "the store's line is not among Redis's clients"
+    assert ids, "the store's connection is not among Redis's clients"
     killer.client_kill_filter(_id=ids[0])
     killer.close()
-    assert store.get_link("a") == "1"  # resent once on a new connection
+    assert store.get_link("a") == "1"  # on a new connection
+    assert store.claim(unique("after-kill"), 60) is True
     store.close()
+
+
+def test_a_hung_redis_fails_a_call_within_the_one_timeout(tmp_path: Path) -> None:
+    """SIGSTOP: connections are accepted by the kernel, nothing answers. Two waits of half
+    the timeout each, no nested retries of connects or health checks."""
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+    )
+    store = RedisStore(f"redis://127.0.0.1:{port}/0", timeout=1.0)
+    try:
+        wait_for_port(port)
+        store.put_link("warm", "1", 60)  # a pooled connection to go silent under it
+        server.send_signal(signal.SIGSTOP)
+        for call in (
+            lambda: store.claim(unique("jti"), 60),
+            lambda: store.get_link("warm"),
+            lambda: store.put_link("x", "y", 60),
+        ):
+            started = time.monotonic()
+            with pytest.raises(EphemeralUnavailable, match="did not answer"):
+                call()
+            assert 0.9 < time.monotonic() - started < 1.5
+        server.send_signal(signal.SIGCONT)
+        assert store.get_link("warm") == "1"
+    finally:
+        server.send_signal(signal.SIGCONT)
+        store.close()
+        server.terminate()
+        server.wait(timeout=10)
 
 
 # -- choosing a store by URL -------------------------------------------------------------

@@ -1,10 +1,11 @@
-"""A claim stays a win when redis-py retries it after a lost reply.
+"""A claim stays a win when it is resent after a lost reply.
 
-redis-py (>= 6) retries a command after a timeout. If the first attempt reached Redis and
-only its reply was lost, a plain ``SET NX`` retry answers "already set" and a first login
-looks like a replay. These tests reproduce that on a real network path: a small TCP proxy
-on loopback in front of the real redis-server forwards the first ``SET ... NX`` and then
-swallows its reply, so the client times out and retries on a fresh connection.
+pps resends a command once after a timeout (see ``pps.redis_client``). If the first attempt
+reached Redis and only its reply was lost, a plain ``SET NX`` retry answers "already set"
+and a first login looks like a replay. These tests reproduce that on a real network path:
+a small TCP proxy on loopback in front of the real redis-server forwards the first
+``SET ... NX`` and then swallows its reply, so the client times out and retries on a fresh
+connection.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def test_retried_claim_whose_first_attempt_succeeded_still_wins(
     proxy: LoseFirstSetNxReply, redis_url: str
 ) -> None:
     key = f"pps:jti:client-a:{uuid.uuid4().hex}"
-    through_proxy = RedisStore(proxy.url, socket_timeout=0.5, retries=2)
+    through_proxy = RedisStore(proxy.url, timeout=1.0)
     direct = RedisStore(redis_url)
     try:
         assert through_proxy.claim(key, 60) is True
@@ -156,7 +157,7 @@ def test_claim_while_whose_reply_was_lost_still_wins_with_its_work(
 ) -> None:
     """The work runs once, while the first attempt is out; the resend reads our own token."""
     key = f"pps:jti:client-a:{uuid.uuid4().hex}"
-    through_proxy = RedisStore(proxy.url, socket_timeout=0.5, retries=2)
+    through_proxy = RedisStore(proxy.url, timeout=1.0)
     runs: list[str] = []
 
     def work() -> str:
@@ -175,7 +176,7 @@ def test_claim_while_whose_reply_was_lost_still_wins_with_its_work(
 def test_claim_while_against_a_silent_redis_hands_out_nothing(
     silent_proxy: LoseFirstSetNxReply,
 ) -> None:
-    store = RedisStore(silent_proxy.url, socket_timeout=0.3, retries=2)
+    store = RedisStore(silent_proxy.url, timeout=0.6)
     try:
         with pytest.raises(EphemeralUnavailable, match="did not answer"):
             store.claim_while(f"pps:jti:client-a:{uuid.uuid4().hex}", 60, lambda: "cookie")
@@ -186,8 +187,9 @@ def test_claim_while_against_a_silent_redis_hands_out_nothing(
 def test_claim_against_a_redis_that_stops_answering_fails_closed_in_time(
     silent_proxy: LoseFirstSetNxReply,
 ) -> None:
-    """The socket timeout holds on the dedicated line: one resend, then unavailable."""
-    store = RedisStore(silent_proxy.url, socket_timeout=0.5, retries=2)
+    """The timeout bounds the whole call: two waits of half of it (one resend), then
+    unavailable."""
+    store = RedisStore(silent_proxy.url, timeout=1.0)
     outcome: list[BaseException | bool] = []
 
     def claim() -> None:
@@ -207,6 +209,7 @@ def test_claim_against_a_redis_that_stops_answering_fails_closed_in_time(
         assert "did not answer" in str(outcome[0])
         assert silent_proxy.set_nx_seen == 2  # sent, timed out, resent once, timed out
         assert elapsed > 0.9  # two timeouts of 0.5 s each
+        assert elapsed < 1.5  # and nothing else waits: no nested retries
     finally:
         store.close()
 

@@ -100,8 +100,13 @@ _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 _SQLITE_PREFIX = "sqlite:///"
 
 
-def open_ephemeral(url: str, *, instance_path: Path) -> EphemeralStore:
+def open_ephemeral(
+    url: str, *, instance_path: Path, redis_timeout: float | None = None
+) -> EphemeralStore:
     """The store named by ``url`` (``PPS_REDIS_URL``), chosen by its scheme.
+
+    ``redis_timeout`` (``PPS_REDIS_TIMEOUT``) bounds a failing Redis call; see
+    :mod:`pps.redis_client`.
 
     ``redis://``, ``rediss://`` and ``unix://`` open Redis. An empty URL opens the embedded
     SQLite store in ``instance_path``; ``sqlite:///relative`` and ``sqlite:////absolute``
@@ -111,7 +116,9 @@ def open_ephemeral(url: str, *, instance_path: Path) -> EphemeralStore:
     if url.lower().startswith(_REDIS_SCHEMES):
         from pps.ephemeral.redis_store import RedisStore
 
-        return RedisStore(url)
+        if redis_timeout is None:
+            return RedisStore(url)
+        return RedisStore(url, timeout=redis_timeout)
     if not url:
         from pps.ephemeral.sqlite_store import SqliteStore
 

@@ -85,7 +85,7 @@ def uses_redis(settings: Settings) -> bool:
 def open_job_queue(settings: Settings, runner: Runner) -> JobQueue:
     """The queue the settings ask for; ``runner(client, processing_id)`` serves the thread."""
     if uses_redis(settings):
-        return RqJobQueue(settings.redis_url)
+        return RqJobQueue(settings.redis_url, timeout=settings.redis_timeout)
     return ThreadJobQueue(runner)
 
 
@@ -95,13 +95,15 @@ def open_job_queue(settings: Settings, runner: Runner) -> JobQueue:
 class RqJobQueue:
     kind = "rq"
 
-    def __init__(self, redis_url: str) -> None:
-        import redis
+    def __init__(self, redis_url: str, *, timeout: float | None = None) -> None:
         from rq import Queue
 
-        self.connection = redis.Redis.from_url(
-            redis_url, socket_connect_timeout=5, socket_timeout=10
-        )
+        from pps.redis_client import DEFAULT_TIMEOUT, open_redis
+
+        # The policy of pps.redis_client, without its resend: enqueueing twice after a lost
+        # reply would queue the job twice. A hung Redis fails the submission within
+        # ``timeout`` (PPS_REDIS_TIMEOUT), and the view answers 503.
+        self.connection = open_redis(redis_url, timeout=timeout or DEFAULT_TIMEOUT)
         self.queue = Queue(QUEUE_NAME, connection=self.connection)
 
     def enqueue(self, client: str, processing_id: str, draft_count: int) -> None:

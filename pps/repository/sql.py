@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,8 +89,36 @@ _DRAFT_REF: sa.Select[Any] = sa.select(drafts.c.user_identifier, drafts.c.versio
 )
 
 
-def create_engine(url: str) -> Engine:
-    """An engine with the settings each backend needs to serve several workers at once."""
+def server_timeouts(timeout: float) -> dict[str, Any]:
+    """Engine arguments that bound a request's wait for a server database to ``timeout``.
+
+    ``PPS_DATABASE_TIMEOUT`` is split so that no two waits of one request add up past it:
+    a third for a free pooled connection (``pool_timeout``), two thirds for connecting
+    (``connect_timeout``, whole seconds, at least 2: libpq's floor) or for one statement
+    (``statement_timeout``, enforced by the server). A server that stopped accepting
+    connections then costs one connect timeout, a server that is down a refused connect,
+    and ``pool_pre_ping`` replaces connections that a restart closed without a failed
+    request. Failures surface as SQLAlchemy's ``OperationalError``/``TimeoutError``,
+    which the web layer answers with 503.
+    """
+    connect = max(2, math.ceil(timeout * 2 / 3))
+    statement_ms = max(1, round(timeout * 2000 / 3))
+    return {
+        "pool_pre_ping": True,
+        "pool_timeout": timeout / 3,
+        "connect_args": {
+            "connect_timeout": connect,
+            "options": f"-c statement_timeout={statement_ms}",
+        },
+    }
+
+
+def create_engine(url: str, *, timeout: float | None = None) -> Engine:
+    """An engine with the settings each backend needs to serve several workers at once.
+
+    ``timeout`` bounds waits on a server database (see :func:`server_timeouts`); None, for
+    migrations, sets no statement timeout. SQLite keeps its own lock timeout either way.
+    """
     if url.startswith("sqlite"):
         engine = sa.create_engine(
             url, connect_args={"check_same_thread": False, "timeout": _SQLITE_TIMEOUT}
@@ -104,7 +133,9 @@ def create_engine(url: str) -> Engine:
             cursor.close()
 
         return engine
-    return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    if timeout is None:
+        return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    return sa.create_engine(url, pool_size=5, max_overflow=10, **server_timeouts(timeout))
 
 
 def upgrade_database(url: str, revision: str = "head") -> None:
@@ -182,9 +213,9 @@ def _draft(row: RowMapping) -> Draft:
 class SqlRepository:
     """:class:`pps.repository.Repository` on SQLAlchemy Core."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, timeout: float | None = None) -> None:
         self.url = url
-        self.engine = create_engine(url)
+        self.engine = create_engine(url, timeout=timeout)
         self._readers = readers_for(self.engine.url, timeout=_SQLITE_TIMEOUT)
         self._user_missing = PointLookup(self.engine, _USER_MISSING, self._readers)
         self._draft_ref = PointLookup(self.engine, _DRAFT_REF, self._readers)

@@ -1,0 +1,333 @@
+"""Backing services a test can break: a private redis-server and a private PostgreSQL cluster.
+
+Each runs as a real process on a free port of its own, so a test may stop it (SIGSTOP: the
+kernel still accepts connections, nothing answers), kill it and start it again on the same
+port, without touching the shared servers of the machine or of other tests. Shared by the
+fault tests; the shops' side (a client, a user, a draft with a stored print file) is
+arranged straight through the repository and the file storage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from conftest import free_port, missing_service, wait_for_port
+from server_support import call, shop_token
+
+from pps.file_keys import draft_file_key
+from pps.repository.sql import SqlRepository, upgrade_database
+from pps.storage import open_storage
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+PDF = b"%PDF-1.7\n" + bytes(range(256)) * 4 + b"\n%%EOF\n"
+
+
+class RedisProcess:
+    """``redis-server`` on a free port, with nothing saved to disk."""
+
+    def __init__(self, workdir: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            missing_service("redis-server is not installed")
+        self.binary = str(binary)
+        self.workdir = workdir
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""],
+            cwd=self.workdir,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port)
+
+    def freeze(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def close(self) -> None:
+        self.kill()
+
+
+class PostgresCluster:
+    """A PostgreSQL 15 cluster of its own (``initdb`` in a temp dir) on a free port.
+
+    PostgreSQL refuses to run as root; as root (CI) the cluster belongs to the ``postgres``
+    OS user and every server command runs through ``runuser``. Trust authentication on
+    127.0.0.1 only; fsync off, as nothing here must survive a crash.
+    """
+
+    def __init__(self) -> None:
+        if not (PG_BIN / "initdb").exists():
+            missing_service(f"PostgreSQL server binaries are not installed in {PG_BIN}")
+        self.root = Path(tempfile.mkdtemp(prefix="pps-pg-"))
+        self.data = self.root / "data"
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._as_user: list[str] = []
+        if os.geteuid() == 0:
+            try:
+                owner = pwd.getpwnam("postgres")
+            except KeyError:
+                missing_service("running as root needs a 'postgres' OS user for PostgreSQL")
+            os.chown(self.root, owner.pw_uid, owner.pw_gid)
+            self._as_user = ["runuser", "-u", "postgres", "--"]
+        self._run(
+            str(PG_BIN / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
+        self.start()
+
+    def _run(self, *command: str) -> None:
+        subprocess.run(
+            [*self._as_user, *command],
+            check=True,
+            capture_output=True,
+            cwd=self.root,
+            timeout=120,
+        )
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> None:
+        log = (self.root / "server.log").open("ab")
+        self.proc = subprocess.Popen(
+            [
+                *self._as_user,
+                str(PG_BIN / "postgres"),
+                "-D",
+                str(self.data),
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.root),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=60",
+            ],
+            cwd=self.root,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
+        log.close()  # the server holds its own copy
+        engine = sa.create_engine(
+            self.url(), connect_args={"connect_timeout": 2}, poolclass=sa.pool.NullPool
+        )
+        deadline = time.monotonic() + 30
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    with engine.connect():
+                        return
+                except sa.exc.OperationalError:
+                    time.sleep(0.1)
+        finally:
+            engine.dispose()
+        raise RuntimeError(f"PostgreSQL did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        path = self.root / "server.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def postmaster_pid(self) -> int:
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
+    def freeze(self) -> None:
+        """Stop the postmaster: new connections hang (the kernel accepts, nobody answers)."""
+        os.kill(self.postmaster_pid(), signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Continue the postmaster, and ``runuser`` in front of it, which stops itself
+        when its child stops (as ``su`` does for job control)."""
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        """Fast shutdown: sessions are ended, then the server exits."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+            os.kill(self.postmaster_pid(), signal.SIGINT)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def create_database(self, name: str) -> str:
+        admin = sa.create_engine(self.url(), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        url = self.url(name)
+        upgrade_database(url)
+        return url
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@dataclass
+class Shop:
+    """What the fault tests call with: a client, a user and a draft with a print file."""
+
+    client: str
+    api_key: str
+    user: str
+    draft_hash: str
+
+
+def arrange_shop(database_url: str, files_dir: Path) -> Shop:
+    """A client, a user, a template and a draft whose print PDF is stored already (so a
+    file request needs the token store and nothing else), on a repository of its own that
+    is closed again: the app under test starts with no pooled connection."""
+    repo = SqlRepository(database_url)
+    try:
+        client = repo.create_client("Shop")
+        user = repo.create_user(client.identifier, {})
+        template = repo.create_template(
+            client.identifier,
+            name="Card",
+            data_keys=["title"],
+            custom_attributes={},
+            page_count=1,
+            spec={},
+        )
+        draft = repo.create_draft(
+            client.identifier,
+            user_identifier=user.identifier,
+            template_identifier=template.identifier,
+            intent="customize",
+            api_default_values={"title": "Hello"},
+            custom_attributes={},
+        )
+        assert draft is not None
+    finally:
+        repo.close()
+    storage = open_storage(files_dir)
+    storage.put(draft_file_key(client.identifier, draft.draft_hash, draft.version, "print"), PDF)
+    return Shop(client.identifier, client.api_key, user.identifier, draft.draft_hash)
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    seconds: float
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+
+Caller = Callable[..., Answer]
+
+
+@dataclass
+class Service:
+    call: Caller
+    shop: Shop
+    redis: RedisProcess
+    database_url: str
+
+    def api(self, method: str, path: str, body: bytes | None = None) -> Answer:
+        headers = {"Authorization": f"Bearer {self.shop.api_key}", "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        return self.call(method, path, body=body, headers=headers)
+
+    def auth(self) -> Answer:
+        claims = {
+            "client": self.shop.client,
+            "user": self.shop.user,
+            "redirect": "/",
+            "iat": int(time.time()),
+        }
+        token = shop_token(self.shop.api_key, claims, {"jti": f"jti-{time.monotonic_ns()}"})
+        return self.call("GET", f"/auth?jwt={token}")
+
+    def file(self) -> Answer:
+        now = int(time.time())
+        token = shop_token(
+            self.shop.api_key, {"client": self.shop.client, "iat": now, "exp": now + 300}
+        )
+        return self.call("GET", f"/api-ext/files/draft/{self.shop.draft_hash}/print?jwt={token}")
+
+    def submit(self) -> Answer:
+        body = json.dumps({"draftIds": [self.shop.draft_hash]}).encode()
+        return self.api("POST", "/api-ext/pdf-processing", body)
+
+
+def flask_caller(app: Any) -> Caller:
+    def flask_call(
+        method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> Answer:
+        started = time.monotonic()
+        client = app.test_client()
+        with client.open(path, method=method, data=body, headers=headers or {}) as response:
+            seconds = time.monotonic() - started
+            names = {name.lower(): value for name, value in response.headers.items()}
+            names["set-cookie"] = ";".join(response.headers.getlist("Set-Cookie"))
+            return Answer(response.status_code, names, response.get_data(), seconds)
+
+    return flask_call
+
+
+def http_caller(port: int) -> Caller:
+    def http_call(
+        method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> Answer:
+        started = time.monotonic()
+        reply = call(port, method, path, body=body, headers=headers)
+        seconds = time.monotonic() - started
+        names = {name.lower(): value for name, value in reply.headers.items()}
+        names["set-cookie"] = ";".join(reply.headers.get_all("Set-Cookie") or [])
+        return Answer(reply.status, names, reply.body, seconds)
+
+    return http_call

@@ -1,0 +1,176 @@
+"""PostgreSQL down or hung: 503 with ``Retry-After`` within ``PPS_DATABASE_TIMEOUT`` (3 s by
+default), never a 500 and never a gunicorn worker timeout, and recovery without a restart.
+
+A private cluster per test (initdb on a free port, see ``fault_support``) is shut down
+and started again, its postmaster stopped with SIGSTOP (new connections hang: the kernel
+accepts them and nobody answers), and a table held locked (a statement that would wait
+forever). Run through the Flask test client and through gunicorn with the deploy config.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from conftest import TEST_SECRET_KEY, free_port
+from fault_support import (
+    Answer,
+    PostgresCluster,
+    RedisProcess,
+    Service,
+    arrange_shop,
+    flask_caller,
+    http_caller,
+)
+from server_support import call, server_env, start_gunicorn, stop
+
+from app import create_app
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+#: PPS_DATABASE_TIMEOUT's default and the slack a generous assertion on it allows.
+BOUND = 3.5
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PostgresCluster]:
+    server = PostgresCluster()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(params=["flask", "gunicorn"])
+def service(
+    request: pytest.FixtureRequest, tmp_path: Path, cluster: PostgresCluster
+) -> Iterator[Service]:
+    if cluster.proc is None:
+        cluster.start()  # a test that failed half-way left it stopped
+    redis_process = RedisProcess(tmp_path)
+    database_url = cluster.create_database(f"pps_{secrets.token_hex(4)}")
+    instance = tmp_path / "instance"
+    shop = arrange_shop(database_url, instance / "files")
+    try:
+        if request.param == "flask":
+            app = create_app(
+                {
+                    "instance_path": instance,
+                    "database_url": database_url,
+                    "redis_url": redis_process.url,
+                    "secret_key": TEST_SECRET_KEY,
+                    "base_url": "http://localhost",
+                    "client_cache_ttl": 0.0,
+                }
+            )
+            try:
+                yield Service(flask_caller(app), shop, redis_process, database_url)
+            finally:
+                app.extensions["pps"].close()
+        else:
+            port = free_port()
+            env = server_env(port, instance, database_url, redis_process.url)
+            env["PPS_CLIENT_CACHE_TTL"] = "0"
+            log = tmp_path / "gunicorn.log"
+            proc = start_gunicorn(env, port, log, "--workers", "1")
+            # A first request loads what a worker loads once; not part of what is timed.
+            assert call(port, "GET", "/openapi.json").status == 200
+            try:
+                yield Service(http_caller(port), shop, redis_process, database_url)
+            finally:
+                stop(proc)
+            text = log.read_text()
+            assert "WORKER TIMEOUT" not in text, text
+    finally:
+        redis_process.close()
+
+
+def assert_unavailable(answer: Answer, *, html: bool = False) -> None:
+    assert answer.status == 503, (answer.status, answer.body[:300])
+    assert answer.seconds < BOUND, answer.seconds
+    retry_after = answer.header("Retry-After")
+    assert retry_after is not None and int(retry_after) > 0
+    assert "pps_session" not in (answer.header("Set-Cookie") or "")
+    content_type = answer.header("Content-Type") or ""
+    if html:
+        assert content_type.startswith("text/html"), content_type
+        assert b"unavailable" in answer.body
+    else:
+        assert content_type.startswith("application/json"), content_type
+        assert "database" in json.loads(answer.body)["message"]
+
+
+def every_database_call_is_unavailable(service: Service) -> None:
+    assert_unavailable(service.api("GET", "/api-ext/template"))
+    assert_unavailable(service.api("GET", f"/api-ext/user/{service.shop.user}"))
+    assert_unavailable(service.auth(), html=True)
+    assert_unavailable(service.file())
+
+
+def assert_working(service: Service) -> None:
+    templates = service.api("GET", "/api-ext/template")
+    assert templates.status == 200, templates.body[:300]
+    login = service.auth()
+    assert login.status == 302, login.body[:300]
+    issued = service.file()
+    assert issued.status == 302, issued.body[:300]
+
+
+def test_database_down_answers_503_and_recovers_without_restart(
+    service: Service, cluster: PostgresCluster
+) -> None:
+    assert_working(service)  # pooled connections, which the shutdown then closes
+    cluster.stop()
+    try:
+        every_database_call_is_unavailable(service)
+        # Calls that need no database still answer.
+        assert service.call("GET", "/openapi.json").status == 200
+    finally:
+        cluster.start()
+    assert_working(service)
+
+
+def test_database_accepting_no_connections_answers_503_in_time(
+    service: Service, cluster: PostgresCluster
+) -> None:
+    """The app has no pooled connection yet (``arrange_shop`` used its own): every call
+    waits for a connection that never completes, up to the connect timeout."""
+    cluster.freeze()
+    try:
+        every_database_call_is_unavailable(service)
+    finally:
+        cluster.thaw()
+    assert_working(service)
+
+
+def test_statement_that_would_wait_forever_is_cancelled_in_time(
+    service: Service, cluster: PostgresCluster
+) -> None:
+    """A lock held elsewhere (a migration, a stuck transaction): the statement timeout
+    ends the waiting statement, the request answers 503 and the connection stays usable."""
+    assert_working(service)
+    holder = sa.create_engine(service.database_url)
+    ready = threading.Event()
+    release = threading.Event()
+
+    def hold_lock() -> None:
+        with holder.begin() as conn:
+            conn.execute(sa.text("LOCK TABLE clients IN ACCESS EXCLUSIVE MODE"))
+            ready.set()
+            release.wait(timeout=20)
+
+    locker = threading.Thread(target=hold_lock)
+    locker.start()
+    try:
+        assert ready.wait(timeout=10)
+        assert_unavailable(service.api("GET", "/api-ext/template"))
+    finally:
+        release.set()
+        locker.join(timeout=20)
+        holder.dispose()
+    assert_working(service)
