@@ -227,8 +227,8 @@ class Pps:
             {"templateIdentifier": self.template, "userIdentifier": self.user},
         )["data"]
         self.draft_hash = draft["draftHash"]
-        from pps.file_keys import draft_file_key
-        from pps.storage import open_storage
+        from pps.files.keys import draft_file_key
+        from pps.platform.storage import open_storage
 
         key = draft_file_key(self.client, self.draft_hash, draft["variant"]["version"], "print")
         open_storage(self.instance / "files").put(key, benchlib.PRINT_PDF)

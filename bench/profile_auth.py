@@ -39,17 +39,29 @@ from flask import Flask
 #: (label, path suffix of the file, function name): the steps of one /auth request.
 STEPS: list[tuple[str, str, str]] = [
     ("Flask request (Flask.wsgi_app)", "flask/app.py", "wsgi_app"),
-    ("  view (pps.web.auth.login)", "pps/web/auth.py", "login"),
-    ("  pps.login.log_in", "pps/login.py", "log_in"),
-    ("    check_token (verify + client lookup)", "pps/access.py", "check_token"),
-    ("      pps.tokens.verify_token", "pps/tokens.py", "verify_token"),
-    ("      client lookup (ClientCache.get)", "pps/services.py", "get"),
-    ("    user lookup (SqlRepository.user_exists)", "pps/repository/sql.py", "user_exists"),
-    ("    redirect check (safe_redirect_target)", "pps/redirects.py", "safe_redirect_target"),
-    ("    nonce claim (claim_jti)", "pps/access.py", "claim_jti"),
-    ("      ephemeral store claim (Redis SET NX GET)", "pps/ephemeral/redis_store.py", "claim"),
-    ("      ephemeral store claim (SQLite store)", "pps/ephemeral/sqlite_store.py", "claim"),
-    ("    editor grants (_editor_grants)", "pps/login.py", "_editor_grants"),
+    ("  view (pps.auth.web.login)", "pps/auth/web.py", "login"),
+    ("  pps.auth.login.log_in", "pps/auth/login.py", "log_in"),
+    ("    check_token (verify + client lookup)", "pps/auth/access.py", "check_token"),
+    ("      pps.auth.tokens.verify_token", "pps/auth/tokens.py", "verify_token"),
+    ("      client lookup (ClientCache.get)", "pps/platform/services.py", "get"),
+    (
+        "    user lookup (SqlRepository.user_exists)",
+        "pps/platform/repository/sql.py",
+        "user_exists",
+    ),
+    ("    redirect check (safe_redirect_target)", "pps/auth/redirects.py", "safe_redirect_target"),
+    ("    nonce claim (claim_jti)", "pps/auth/access.py", "claim_jti"),
+    (
+        "      ephemeral store claim (Redis SET NX GET)",
+        "pps/platform/ephemeral/redis_store.py",
+        "claim",
+    ),
+    (
+        "      ephemeral store claim (SQLite store)",
+        "pps/platform/ephemeral/sqlite_store.py",
+        "claim",
+    ),
+    ("    editor grants (_editor_grants)", "pps/auth/login.py", "_editor_grants"),
     ("  session cookie (save_session)", "flask/sessions.py", "save_session"),
     ("    signing (itsdangerous Serializer.dumps)", "itsdangerous/serializer.py", "dumps"),
     ("    werkzeug dump_cookie", "werkzeug/http.py", "dump_cookie"),
@@ -75,7 +87,7 @@ def hello_app() -> Flask:
 
 def build_pps(workdir: Path, redis_url: str) -> tuple[Flask, Callable[[int], list[str]]]:
     from app import create_app
-    from pps.repository.sql import upgrade_database
+    from pps.platform.repository.sql import upgrade_database
 
     database_url = f"sqlite:///{workdir / 'pps.sqlite3'}"
     upgrade_database(database_url)

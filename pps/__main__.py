@@ -14,7 +14,7 @@ from flask.cli import ScriptInfo
 
 from pps.app import create_app
 from pps.cli import pps_group
-from pps.settings import SettingsError
+from pps.platform.settings import SettingsError
 
 __all__ = ["main"]
 

@@ -9,11 +9,12 @@ from typing import Any
 
 from flask import Flask
 
-from pps.settings import Settings, load_settings
+from pps.platform.settings import Settings, load_settings
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """Build a pps app; ``config`` overrides settings by field name (see ``pps.settings``)."""
+    """Build a pps app; ``config`` overrides settings by field name (see
+    :mod:`pps.platform.settings`)."""
     settings = load_settings(overrides=config)
     app = Flask(__name__, instance_path=str(settings.instance_path), static_folder=None)
     register_settings(app, settings)
@@ -44,14 +45,13 @@ def register_settings(app: Flask, settings: Settings) -> None:
 
 
 def register_services(app: Flask, settings: Settings) -> None:
-    from pps.services import build_services
+    from pps.platform.services import build_services
+    from pps.processing.job import run_in_process
 
-    app.extensions["pps"] = build_services(settings)
+    app.extensions["pps"] = build_services(settings, run_in_process)
 
 
 def register_blueprints(app: Flask) -> None:
-    from pps.api import register_api
-    from pps.web import register_web
     from pps.web.page_docs import document_pages
 
     register_api(app)
@@ -59,8 +59,41 @@ def register_blueprints(app: Flask) -> None:
     document_pages(app)
 
 
+def register_api(app: Flask) -> None:
+    """``/api-ext``: the API blueprint with each feature's resource nested in it (the feature
+    modules nest themselves when imported: ``api.<resource>.<view>``), and the file endpoints
+    (a JWT in the query instead of the bearer key) beside it."""
+    from pps.api import DraftHashConverter, bp, draft_hash_schema
+    from pps.clients import api as clients  # noqa: F401  (each nests itself in bp)
+    from pps.drafts import api as drafts  # noqa: F401
+    from pps.files.api import files_api
+    from pps.processing import api as processing  # noqa: F401
+    from pps.templates import api as templates  # noqa: F401
+    from pps.users import api as users  # noqa: F401
+    from pps.web.openapi import api_of
+
+    api = api_of(app)
+    app.url_map.converters["draft_hash"] = DraftHashConverter
+    api.register_converter(DraftHashConverter, draft_hash_schema)
+    api.register_blueprint(bp)
+    api.register_blueprint(files_api)
+
+
+def register_web(app: Flask) -> None:
+    """The browser pages, all on the shared ``web`` blueprint, and the session they use."""
+    from pps.auth import web as auth
+    from pps.editor import web as editor  # noqa: F401  (routes register on bp)
+    from pps.files import web as files  # noqa: F401  (routes register on bp)
+    from pps.web import bp, docs  # noqa: F401  (docs: routes register on bp)
+    from pps.web.session import PpsSessionInterface
+
+    app.session_interface = PpsSessionInterface()
+    app.permanent_session_lifetime = auth.SESSION_LIFETIME
+    app.register_blueprint(bp)
+
+
 def register_error_handlers(app: Flask) -> None:
-    from pps.http_errors import register_error_handlers as register
+    from pps.web.errors import register_error_handlers as register
 
     register(app)
 

@@ -22,15 +22,15 @@ import sqlalchemy as sa
 from flask import current_app
 from flask.cli import AppGroup
 
+from pps.auth.redirects import origin_of
 from pps.demo import DEMO_TEMPLATE_FILE, EXAMPLES_DIR, DemoError, seed_demo
-from pps.file_sweep_cli import files_group
-from pps.jobs.cli import worker
-from pps.models import Client, Template
-from pps.redirects import origin_of
-from pps.repository import DuplicateIdentifier
-from pps.repository.sql import upgrade_database
-from pps.services import Services
-from pps.template_files import (
+from pps.files.sweep_cli import files_group
+from pps.platform.models import Client, Template
+from pps.platform.repository import DuplicateIdentifier
+from pps.platform.repository.sql import upgrade_database
+from pps.platform.services import Services
+from pps.processing.cli import worker
+from pps.templates.files import (
     TemplateFileError,
     UnknownClient,
     import_template,
@@ -257,7 +257,7 @@ def template_group() -> None:
 @click.option("--client", "client_id", required=True, help="Identifier of the owning client.")
 @json_option
 def template_import(file: Path, client_id: str, as_json: bool) -> None:
-    """Import a template file (JSON; see pps/template_files.py) for a client.
+    """Import a template file (JSON; see pps/templates/files.py) for a client.
 
     Every problem in the file is reported with its path; nothing is imported then.
     """
@@ -431,5 +431,5 @@ def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
     click.echo(f"  {data.login_url}")
 
 
-pps_group.add_command(worker)  # pps worker: batch print-file jobs (pps/jobs/cli.py)
-pps_group.add_command(files_group)  # pps files sweep (pps/file_sweep_cli.py)
+pps_group.add_command(worker)  # pps worker: batch print-file jobs (pps/processing/cli.py)
+pps_group.add_command(files_group)  # pps files sweep (pps/files/sweep_cli.py)

@@ -20,12 +20,12 @@ from urllib.parse import urlencode
 
 import jwt
 
-from pps.models import Client, Draft, Template, User
-from pps.redirects import origin_of
-from pps.repository import DuplicateIdentifier, Repository
-from pps.settings import Settings
-from pps.storage import FileStorage
-from pps.template_files import TemplateFile, TemplateFileError, import_template, load_template_file
+from pps.auth.redirects import origin_of
+from pps.platform.models import Client, Draft, Template, User
+from pps.platform.repository import DuplicateIdentifier, Repository
+from pps.platform.settings import Settings
+from pps.platform.storage import FileStorage
+from pps.templates.files import TemplateFile, TemplateFileError, import_template, load_template_file
 
 __all__ = [
     "DEMO_CLIENT",

@@ -13,9 +13,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from pps.models import Client, Draft, Template, User
-from pps.repository.sql import SqlRepository
-from pps.repository.tables import clients, drafts, templates, users
+from pps.platform.models import Client, Draft, Template, User
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import clients, drafts, templates, users
 
 USER_ID = re.compile(r"^[A-Za-z0-9]{8}$")
 CLIENT_ID = USER_ID

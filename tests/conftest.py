@@ -25,8 +25,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from pps.models import Client
-from pps.repository.sql import SqlRepository, upgrade_database
+from pps.platform.models import Client
+from pps.platform.repository.sql import SqlRepository, upgrade_database
 
 TEST_SECRET_KEY = "test-secret-key-0123456789abcdef"
 

@@ -27,9 +27,9 @@ import sqlalchemy as sa
 from conftest import free_port, missing_service, wait_for_port
 from server_support import call, shop_token
 
-from pps.file_keys import draft_file_key
-from pps.repository.sql import SqlRepository, upgrade_database
-from pps.storage import open_storage
+from pps.files.keys import draft_file_key
+from pps.platform.repository.sql import SqlRepository, upgrade_database
+from pps.platform.storage import open_storage
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 PDF = b"%PDF-1.7\n" + bytes(range(256)) * 4 + b"\n%%EOF\n"

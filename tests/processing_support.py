@@ -17,9 +17,9 @@ from api_support import make_draft
 from flask import Flask
 from rq import Queue, SimpleWorker
 
-from pps.jobs.queue import QUEUE_NAME, configure_worker
-from pps.models import Client, Draft, Template
-from pps.repository.sql import SqlRepository
+from pps.platform.models import Client, Draft, Template
+from pps.platform.queue import QUEUE_NAME, configure_worker
+from pps.platform.repository.sql import SqlRepository
 
 ROOT = Path(__file__).resolve().parent.parent
 BUSINESS_CARD = json.loads(

@@ -17,9 +17,9 @@ from flask import Flask
 from test_api_errors import POST_OR_PUT, endpoint_id, url, valid_body
 from werkzeug.exceptions import MethodNotAllowed
 
-from pps.models import Client
-from pps.openapi import api_of
-from pps.repository.sql import SqlRepository
+from pps.platform.models import Client
+from pps.platform.repository.sql import SqlRepository
+from pps.web.openapi import api_of
 
 
 @pytest.fixture

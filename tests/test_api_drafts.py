@@ -16,8 +16,8 @@ from api_support import (
     snapshot,
 )
 
-from pps.models import Client, Template, User
-from pps.repository.sql import SqlRepository
+from pps.platform.models import Client, Template, User
+from pps.platform.repository.sql import SqlRepository
 
 DRAFT_KEYS = {
     "draftHash",

@@ -25,8 +25,8 @@ from api_support import (
 from conftest import ApiClient
 from flask import Flask
 
-from pps.models import Client
-from pps.repository.sql import SqlRepository
+from pps.platform.models import Client
+from pps.platform.repository.sql import SqlRepository
 
 #: Every endpoint of the api blueprint, as (method, path with {placeholders}).
 ENDPOINTS = [

@@ -20,11 +20,12 @@ from conftest import ApiClient
 from flask import Flask
 from marshmallow import Schema
 
-from pps.api import processing_schemas, schemas
+from pps.api import schemas
 from pps.api.blueprint import ErrorOut
-from pps.models import Client
-from pps.openapi import build_spec
-from pps.repository.sql import SqlRepository
+from pps.platform.models import Client
+from pps.platform.repository.sql import SqlRepository
+from pps.processing import schemas as processing_schemas
+from pps.web.openapi import build_spec
 
 OPERATION_KEYS = {"get", "put", "post", "delete", "patch"}
 

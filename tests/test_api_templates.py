@@ -7,8 +7,8 @@ from typing import Any
 
 from api_support import CLIENT_ID, TEMPLATE_NEVER_NULL, assert_error, make_template
 
-from pps.models import Client
-from pps.repository.sql import SqlRepository
+from pps.platform.models import Client
+from pps.platform.repository.sql import SqlRepository
 
 TEMPLATE_KEYS = {
     "identifier",

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from api_support import USER_ID, assert_error, counts, make_draft, make_template, make_user
 
-from pps.models import Client
-from pps.repository.sql import SqlRepository
+from pps.platform.models import Client
+from pps.platform.repository.sql import SqlRepository
 
 USER_KEYS = {"identifier", "locale", "profile", "customAttributes"}
 PROFILE_KEYS = {"salutation", "title", "firstName", "lastName", "email"}

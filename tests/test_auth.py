@@ -24,9 +24,9 @@ from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
 from werkzeug.http import parse_date
 
-from pps.ephemeral import nonce_key
-from pps.models import Client, User
-from pps.repository.sql import SqlRepository
+from pps.platform.ephemeral import nonce_key
+from pps.platform.models import Client, User
+from pps.platform.repository.sql import SqlRepository
 from pps.web.session import PpsSessionInterface
 
 # -- signing as the shops do -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""pps.callbacks: which redirect targets open the editor, and with which callbacks."""
+"""pps.auth.callbacks: which redirect targets open the editor, and with which callbacks."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, quote
 
 import pytest
 
-from pps.callbacks import editor_callbacks, editor_target, query_callbacks
-from pps.redirects import check_redirect_target
+from pps.auth.callbacks import editor_callbacks, editor_target, query_callbacks
+from pps.auth.redirects import check_redirect_target
 
 ALLOWED = ["https://shop.example"]
 CALLBACK = "https://shop.example/cart?product=42&qty=1"

@@ -21,10 +21,10 @@ from flask.testing import FlaskCliRunner
 from PIL import Image
 from server_support import pps_script
 
+from pps.auth.tokens import verify_token
+from pps.platform.repository.sql import SqlRepository
 from pps.render import parse_spec, validate_values
-from pps.repository.sql import SqlRepository
-from pps.template_files import PNG_SIGNATURE, preview_key
-from pps.tokens import verify_token
+from pps.templates.files import PNG_SIGNATURE, preview_key
 
 
 def _small_png() -> bytes:

@@ -47,8 +47,8 @@ from server_support import (
 )
 from test_e2e_gunicorn import Shop, shop_with_draft
 
-from pps.settings import Settings
-from pps.template_files import preview_key
+from pps.platform.settings import Settings
+from pps.templates.files import preview_key
 
 pytestmark = pytest.mark.slow
 
@@ -535,7 +535,7 @@ def test_internal_location_is_not_reachable_from_outside(
 
 # -- long tokens -------------------------------------------------------------------------
 
-#: The longest token shops may sign (pps.tokens refuses longer ones): it must get through
+#: The longest token shops may sign (pps.auth.tokens refuses longer ones): it must get through
 #: nginx and gunicorn in a URL with its path and other parameters, and in a header.
 TOKEN_LIMIT = 8192
 

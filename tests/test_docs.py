@@ -7,7 +7,7 @@ import re
 from flask import Flask
 from flask.testing import FlaskClient
 
-from pps.openapi import build_spec
+from pps.web.openapi import build_spec
 
 
 def test_openapi_document(app: Flask, client: FlaskClient) -> None:

@@ -22,9 +22,9 @@ from joserfc import jwt
 from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
 
-from pps.file_keys import draft_file_key
-from pps.models import Client, Draft, User
-from pps.repository.sql import SqlRepository
+from pps.files.keys import draft_file_key
+from pps.platform.models import Client, Draft, User
+from pps.platform.repository.sql import SqlRepository
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

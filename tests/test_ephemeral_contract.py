@@ -22,15 +22,15 @@ import pytest
 import redis
 from conftest import free_port, wait_for_port
 
-from pps.ephemeral import (
+from pps.platform.ephemeral import (
     EphemeralStore,
     EphemeralUnavailable,
     link_key,
     nonce_key,
     open_ephemeral,
 )
-from pps.ephemeral.redis_store import RedisStore
-from pps.ephemeral.sqlite_store import SqliteStore
+from pps.platform.ephemeral.redis_store import RedisStore
+from pps.platform.ephemeral.sqlite_store import SqliteStore
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -211,7 +211,7 @@ def test_entries_expire_after_their_ttl_and_not_before(store: EphemeralStore) ->
 CLAIMING_CHILD = """
 import json, sys
 from pathlib import Path
-from pps.ephemeral import open_ephemeral
+from pps.platform.ephemeral import open_ephemeral
 
 store = open_ephemeral(sys.argv[1], instance_path=Path("."))
 keys = json.loads(sys.argv[2])

@@ -25,7 +25,7 @@ from fault_support import Answer, RedisProcess, Service, arrange_shop, flask_cal
 from server_support import call, server_env, start_gunicorn, stop
 
 from app import create_app
-from pps.repository.sql import upgrade_database
+from pps.platform.repository.sql import upgrade_database
 
 pytestmark = pytest.mark.slow
 

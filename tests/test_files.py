@@ -23,10 +23,10 @@ from joserfc.jws import JWSRegistry
 from PIL import Image
 from pypdf import PdfReader
 
-import pps.rendering
-from pps.file_keys import draft_file_key
-from pps.models import Client, Draft, Template, User
-from pps.repository.sql import SqlRepository
+import pps.files.rendering
+from pps.files.keys import draft_file_key
+from pps.platform.models import Client, Draft, Template, User
+from pps.platform.repository.sql import SqlRepository
 
 #: A two-page template: a DataKey on the front, fixed text on the back. 100 x 50 mm.
 SPEC: dict[str, Any] = {
@@ -109,15 +109,15 @@ def draft(repo: SqlRepository, tenant: Client, user: User, template: Template) -
 
 @pytest.fixture
 def renders(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
-    """Every call of the renderer made through pps.rendering, with its kind and options."""
+    """Every call of the renderer made through pps.files.rendering, with its kind and options."""
     calls: list[tuple[Any, ...]] = []
-    real: Callable[..., Any] = pps.rendering.render_file
+    real: Callable[..., Any] = pps.files.rendering.render_file
 
     def counting(kind: str, *args: Any, **kwargs: Any) -> Any:
         calls.append((kind, kwargs.get("page"), kwargs.get("width"), kwargs.get("height")))
         return real(kind, *args, **kwargs)
 
-    monkeypatch.setattr(pps.rendering, "render_file", counting)
+    monkeypatch.setattr(pps.files.rendering, "render_file", counting)
     return calls
 
 

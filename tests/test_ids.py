@@ -6,7 +6,7 @@ import os
 import re
 import threading
 
-from pps import ids
+from pps.platform import ids
 
 
 def test_identifiers_have_the_formats_clients_expect() -> None:

@@ -15,8 +15,8 @@ from typing import TypeVar
 import pytest
 import sqlalchemy as sa
 
-from pps.repository.lookups import SqliteReaders, readers_for
-from pps.repository.sql import SqlRepository
+from pps.platform.repository.lookups import SqliteReaders, readers_for
+from pps.platform.repository.sql import SqlRepository
 
 T = TypeVar("T")
 

@@ -26,10 +26,10 @@ from processing_support import (
     snapshot_states,
 )
 
-from pps.jobs.processing import fail_processing, job_from_services, run_processing
-from pps.models import Client
-from pps.repository.sql import SqlRepository
-from pps.repository.tables import processing_drafts, processings
+from pps.platform.models import Client
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import processing_drafts, processings
+from pps.processing.job import fail_processing, job_from_services, run_processing
 
 PROCESSING_ID = re.compile(r"^[0-9a-f]{32}$")
 URL = "/api-ext/pdf-processing"
@@ -193,7 +193,7 @@ def test_receiver_down_gets_retries_and_the_job_still_ends_processed(
     worker_mode: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="pps.jobs.notify")
+    caplog.set_level(logging.WARNING, logger="pps.processing.notify")
     draft = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
     closed = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
     started = time.monotonic()
@@ -383,7 +383,7 @@ def test_job_queue_down_is_503_and_nothing_is_kept(
     app_config: dict[str, Any], repo: SqlRepository, worker_mode: str
 ) -> None:
     from app import create_app
-    from pps.repository.sql import SqlRepository as Repo
+    from pps.platform.repository.sql import SqlRepository as Repo
 
     down = create_app({**app_config, "redis_url": f"redis://127.0.0.1:{free_port()}/0"})
     try:

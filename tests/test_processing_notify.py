@@ -23,7 +23,12 @@ from flask import Flask
 from processing_support import card_draft, card_template, receiver, run_jobs, snapshot_states
 from server_support import pps_script
 
-from pps.jobs.notify import (
+from pps.platform.models import Client
+from pps.platform.repository.processing import SqlProcessingStore
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import metadata, processings
+from pps.platform.settings import SettingsError, load_settings
+from pps.processing.notify import (
     DeliveryFailed,
     ForbiddenTarget,
     ThreadNotifier,
@@ -32,11 +37,6 @@ from pps.jobs.notify import (
     deliver,
     drain_time,
 )
-from pps.models import Client
-from pps.repository.processing import SqlProcessingStore
-from pps.repository.sql import SqlRepository
-from pps.repository.tables import metadata, processings
-from pps.settings import SettingsError, load_settings
 
 URL = "/api-ext/pdf-processing"
 

@@ -1,4 +1,5 @@
-"""pps.redirects: only our own paths and allowed origins; every known open-redirect trick fails."""
+"""pps.auth.redirects: only our own paths and allowed origins; every known open-redirect
+trick fails."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pps.redirects import (
+from pps.auth.redirects import (
     RedirectRefused,
     check_redirect_target,
     origin_of,

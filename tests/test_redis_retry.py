@@ -1,6 +1,6 @@
 """A claim stays a win when it is resent after a lost reply.
 
-pps resends a command once after a timeout (see ``pps.redis_client``). If the first attempt
+pps resends a command once after a timeout (see ``pps.platform.redis_client``). If the first attempt
 reached Redis and only its reply was lost, a plain ``SET NX`` retry answers "already set"
 and a first login looks like a replay. These tests reproduce that on a real network path:
 a small TCP proxy on loopback in front of the real redis-server forwards the first
@@ -24,8 +24,8 @@ from conftest import missing_service
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from pps.ephemeral import EphemeralUnavailable
-from pps.ephemeral.redis_store import RedisStore
+from pps.platform.ephemeral import EphemeralUnavailable
+from pps.platform.ephemeral.redis_store import RedisStore
 
 
 class LoseFirstSetNxReply:

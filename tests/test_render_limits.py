@@ -28,16 +28,16 @@ from test_editor import form, log_in, open_editor
 from test_files import SPEC, file_url, magento_claims, png_size, sign, stored_keys
 
 from app import create_app
-from pps.ephemeral import EphemeralStore
-from pps.ephemeral.redis_store import RedisStore
-from pps.ephemeral.sqlite_store import SqliteStore
-from pps.file_keys import draft_file_key, template_asset_key
-from pps.file_sweep import sweep
-from pps.image_sizes import IMAGE_STEPS, stepped
-from pps.models import Client, Draft, Template, User
-from pps.render_limits import TooManyRenders, render_budget, renders_key
-from pps.repository.sql import SqlRepository
-from pps.storage.local import LocalStorage
+from pps.files.image_sizes import IMAGE_STEPS, stepped
+from pps.files.keys import draft_file_key, template_asset_key
+from pps.files.render_limits import TooManyRenders, render_budget, renders_key
+from pps.files.sweep import sweep
+from pps.platform.ephemeral import EphemeralStore
+from pps.platform.ephemeral.redis_store import RedisStore
+from pps.platform.ephemeral.sqlite_store import SqliteStore
+from pps.platform.models import Client, Draft, Template, User
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.storage.local import LocalStorage
 
 # -- helpers -----------------------------------------------------------------------------
 
@@ -273,7 +273,7 @@ def test_sweep_deletes_orphans_and_outdated_files_only(
         os.utime(storage.path_for(name), (modified, modified))
     assert repo.delete_draft(tenant.identifier, gone.draft_hash)
     # The current preview of the template, rendered through the file endpoint's code.
-    from pps.rendering import render_template_preview
+    from pps.files.rendering import render_template_preview
 
     preview = render_template_preview(storage, template, width=320)
     os.utime(storage.path_for(preview.key), (hour_ago, hour_ago))

@@ -158,7 +158,7 @@ def test_the_examples_parse_with_their_files(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["business-card", "postcard"])
 def test_the_examples_import_with_the_minimal_importer_too(name: str) -> None:
-    from pps.template_files import load_template_file
+    from pps.templates.files import load_template_file
 
     path = EXAMPLES / name / "template.json"
     imported = load_template_file(path)

@@ -1,4 +1,4 @@
-"""pps.rendering: imported templates render from file storage, cached under their keys."""
+"""pps.files.rendering: imported templates render from file storage, cached under their keys."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import pytest
 from api_support import make_draft
 from pypdf import PdfReader
 
-from pps.models import Client, Draft, Template
-from pps.render import AssetError, InvalidValues, RenderOptionError
-from pps.rendering import (
+from pps.files.rendering import (
     StorageAssets,
     TemplateNotRenderable,
     draft_values,
@@ -21,9 +19,11 @@ from pps.rendering import (
     rendered_draft_pdf,
     template_spec,
 )
-from pps.repository.sql import SqlRepository
-from pps.storage.local import LocalStorage
-from pps.template_files import import_template, load_template_file
+from pps.platform.models import Client, Draft, Template
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.storage.local import LocalStorage
+from pps.render import AssetError, InvalidValues, RenderOptionError
+from pps.templates.files import import_template, load_template_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "templates"
 

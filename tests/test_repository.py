@@ -23,10 +23,10 @@ from api_support import (
     snapshot,
 )
 
-from pps import ids
-from pps.models import Client, Draft, DraftRef, Template, User
-from pps.repository import DuplicateIdentifier
-from pps.repository.sql import SqlRepository
+from pps.platform import ids
+from pps.platform.models import Client, Draft, DraftRef, Template, User
+from pps.platform.repository import DuplicateIdentifier
+from pps.platform.repository.sql import SqlRepository
 
 
 def blank_draft(

@@ -17,8 +17,8 @@ from flask import Flask, Response, request
 from flask.testing import FlaskClient
 from test_files import PDF, SPEC, magento_claims, put_draft_file, sign
 
-from pps.models import Client, Draft, Template, User
-from pps.repository.sql import SqlRepository
+from pps.platform.models import Client, Draft, Template, User
+from pps.platform.repository.sql import SqlRepository
 
 
 @pytest.fixture

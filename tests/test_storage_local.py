@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pps.storage import StoredFile, open_storage
-from pps.storage.local import LocalStorage
+from pps.platform.storage import StoredFile, open_storage
+from pps.platform.storage.local import LocalStorage
 
 
 @pytest.fixture

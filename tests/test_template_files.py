@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from pps.models import Template
-from pps.repository import DuplicateIdentifier
-from pps.repository.sql import SqlRepository
-from pps.storage.local import LocalStorage
-from pps.template_files import (
+from pps.platform.models import Template
+from pps.platform.repository import DuplicateIdentifier
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.storage.local import LocalStorage
+from pps.templates.files import (
     PNG_SIGNATURE,
     TemplateFile,
     TemplateFileError,

@@ -1,7 +1,7 @@
 """Tokens found bad by a red-team pass: lone surrogates and login tokens past the nonce TTL.
 
 Through the real app (``GET /auth``, a ``/api-ext/files/...`` endpoint) with real Redis and a
-real database, and at the level of :mod:`pps.tokens`.
+real database, and at the level of :mod:`pps.auth.tokens`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from flask.testing import FlaskClient
 from test_auth import assert_error_page, sign
 from test_files import assert_json_error, file_url, make_draft, put_draft_file
 
-from pps.models import Client, Draft, Template, User
-from pps.repository.sql import SqlRepository
-from pps.tokens import (
+from pps.auth.tokens import (
     ExpiredToken,
     MalformedToken,
     MissingClaim,
@@ -32,6 +30,8 @@ from pps.tokens import (
     remaining_lifetime,
     verify_token,
 )
+from pps.platform.models import Client, Draft, Template, User
+from pps.platform.repository.sql import SqlRepository
 
 LONE = "\ud800"  # a high surrogate with no low one after it; json.dumps writes "\ud800"
 

@@ -1,4 +1,4 @@
-"""pps.tokens against tokens signed by joserfc (valid shapes) and by hand (malformed ones)."""
+"""pps.auth.tokens against tokens signed by joserfc (valid shapes) and by hand (malformed ones)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from joserfc import jwt
 from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
 
-from pps import tokens
-from pps.tokens import (
+from pps.auth import tokens
+from pps.auth.tokens import (
     ConflictingJti,
     ExpiredToken,
     InvalidClaim,

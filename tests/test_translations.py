@@ -20,6 +20,7 @@ from pps.translations import LOCALES, catalog, catalog_path, translations
 from pps.web.i18n import Translator
 
 WEB = Path(pps.web.i18n.__file__).resolve().parent
+EDITOR = WEB.parent / "editor"
 _PLACEHOLDER = re.compile(r"%\((\w+)\)([-#0 +]*\d*(?:\.\d+)?[sdgf])")
 
 
@@ -100,8 +101,8 @@ def test_the_editor_only_asks_for_codes_the_catalogues_have() -> None:
     asked: set[str] = set()
     for template in (WEB / "templates").glob("editor*.html"):
         asked.update(re.findall(r"\bt\('([\w.]+)'", template.read_text()))
-    for module in ("editor.py", "editor_model.py"):
-        source = (WEB / module).read_text()
+    for module in ("web.py", "model.py"):
+        source = (EDITOR / module).read_text()
         asked.update(re.findall(r'"((?:form|leave|state|step|preview)\.\w+)"', source))
     asked.update(f"state.{state}" for state in ("init", "edited", "finished"))
     assert len(asked) > 20

@@ -2,21 +2,21 @@
 
 ``bp`` holds what every resource shares (the bearer key, the Accept check, how a 422 names
 fields); each resource is a :class:`pps.api.blueprint.Blueprint` of its own nested in it
-(:mod:`pps.api.resources`), so endpoints are named ``api.<resource>.<view>``.
+(see ``register_api`` in :mod:`pps.app`), so endpoints are named ``api.<resource>.<view>``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, Response, current_app, g, request
+from flask import Response, current_app, g, request
 from werkzeug.routing import BaseConverter
 
 from pps.api.blueprint import Blueprint
 from pps.api.parser import sent_spellings
-from pps.errors import NotAcceptable, Unauthorized, ValidationFailed
-from pps.models import Client
-from pps.services import Services
+from pps.platform.errors import NotAcceptable, Unauthorized, ValidationFailed
+from pps.platform.models import Client
+from pps.platform.services import Services
 
 #: Every bearer-key operation may answer these, whatever it does.
 API_STATUSES = (401, 406, 503)
@@ -58,7 +58,7 @@ def authenticate() -> None:
 def _name_fields_as_sent(error: ValidationFailed) -> Response:
     """Name each field of a 422 as the client spelled it too (``user_identifier``), beside
     the camelCase name every 422 of pps uses."""
-    from pps.http_errors import error_response
+    from pps.web.errors import error_response
 
     spellings = sent_spellings()
     if spellings:
@@ -90,13 +90,3 @@ def draft_hash_schema(converter: BaseConverter) -> dict[str, Any]:
         "type": "string",
         "description": "The draft's hash (32 lowercase letters and digits).",
     }
-
-
-def register_api(app: Flask) -> None:
-    from pps.openapi import api_of
-
-    app.url_map.converters["draft_hash"] = DraftHashConverter
-    api_of(app).register_converter(DraftHashConverter, draft_hash_schema)
-    import pps.api.resources  # noqa: F401  (nests each resource in bp, once)
-
-    api_of(app).register_blueprint(bp)

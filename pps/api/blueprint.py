@@ -14,7 +14,7 @@ import flask_smorest
 from marshmallow import Schema, fields
 
 from pps.api.parser import BODY, parser
-from pps.openapi import ErrorOut
+from pps.web.openapi import ErrorOut
 
 F = TypeVar("F", bound=Callable[..., Any])
 

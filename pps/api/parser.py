@@ -5,7 +5,7 @@ Bodies come as JSON objects, as PHP's ``[]`` for an empty object, as form fields
 ``Content-Type: application/json``. Field names come as ``snake_case`` or ``camelCase``; both
 are folded to the camelCase the schemas declare (camelCase wins a tie). The ``php`` location
 reads bodies that way, ``query`` folds query names the same way; every refusal is a
-:class:`pps.errors.PpsError`, so it keeps the JSON error shape of every other error.
+:class:`pps.platform.errors.PpsError`, so it keeps the JSON error shape of every other error.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import flask
 import marshmallow as ma
 from webargs.flaskparser import FlaskParser
 
-from pps import strict_json
-from pps.errors import BadRequest, UnsupportedMediaType, ValidationFailed
+from pps.platform import strict_json
+from pps.platform.errors import BadRequest, UnsupportedMediaType, ValidationFailed
 
 #: The location of request bodies, for ``Blueprint.arguments(..., location=BODY)``.
 BODY = "php"

@@ -2,7 +2,7 @@
 serialised here, and ``/openapi.json`` documents both from these same classes.
 
 Inputs are camelCase (the parser folds ``snake_case`` names into it). Outputs read the
-records of :mod:`pps.models`; fields the PHP SDK types are never null (COMPAT.md).
+records of :mod:`pps.platform.models`; fields the PHP SDK types are never null (COMPAT.md).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from flask import current_app
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
-from pps.models import Draft, Template
+from pps.platform.models import Draft, Template
 
 MAX_VALUES = 1000
 MAX_VALUE_LENGTH = 10_000
@@ -281,7 +281,7 @@ class ClientOut(Output):
 
 
 class MetaOut(Output):
-    """Read from a :class:`pps.repository.Page`."""
+    """Read from a :class:`pps.platform.repository.Page`."""
 
     currentPage = fields.Integer(attribute="page", required=True)
     lastPage = fields.Integer(attribute="last_page", required=True)

@@ -1,13 +1,15 @@
-"""Browser-facing routes: /auth, the editor, file links and the API reference.
+"""The browser layer every feature's pages share: ``bp`` (templates, static files, the
+``web`` endpoint names), the session, the hooks and error pages, the message catalogue, and the
+API reference (``/openapi.json``, ``/docs``, ``/``).
 
-Modules: ``auth`` (JWT login), ``editor`` (editor entry), ``files`` (``/files/<link>``),
-``file_api`` (``/api-ext/files/*``, JWT instead of the bearer key, its own blueprint) and
-``docs`` (``/openapi.json``, ``/docs``, ``/``).
+The pages themselves live with their feature: ``pps.auth.web`` (``/auth``),
+``pps.editor.web`` (``/editor/...``), ``pps.files.web`` (``/files/<link>``); the factory
+(:mod:`pps.app`) imports them, so their routes are on ``bp`` before it is registered.
 """
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask
+from flask import Blueprint
 
 bp = Blueprint(
     "web",
@@ -16,15 +18,3 @@ bp = Blueprint(
     static_folder="static",
     static_url_path="/static",
 )
-
-
-def register_web(app: Flask) -> None:
-    from pps.openapi import api_of
-    from pps.web import auth, docs, editor, files  # noqa: F401  (routes register on bp)
-    from pps.web.file_api import files_api
-    from pps.web.session import PpsSessionInterface
-
-    app.session_interface = PpsSessionInterface()
-    app.permanent_session_lifetime = auth.SESSION_LIFETIME
-    app.register_blueprint(bp)
-    api_of(app).register_blueprint(files_api)

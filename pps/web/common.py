@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Response, current_app
 
-from pps.http_headers import TOKEN_URL_HEADERS
-from pps.services import Services
+from pps.platform.http_headers import TOKEN_URL_HEADERS
+from pps.platform.services import Services
 
 
 def services() -> Services:

@@ -13,9 +13,9 @@ from typing import Any
 from flask import Response, current_app, jsonify, render_template, request, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 
-from pps.errors import NotFound
-from pps.openapi import build_spec
+from pps.platform.errors import NotFound
 from pps.web import bp
+from pps.web.openapi import build_spec
 
 #: The files of the bundle the page uses; nothing else of the package is served.
 DOCS_ASSETS = frozenset(

@@ -3,7 +3,7 @@
 Two only; everything else is scoped to its blueprint (the API's bearer key, the file
 endpoints' refusal of ``HEAD``):
 
-* :func:`every_answer`: the request id and the headers of :mod:`pps.http_headers` on every
+* :func:`every_answer`: the request id and the headers of :mod:`pps.platform.http_headers` on every
   answer, errors and redirects included;
 * :func:`relative_routing_redirect`: Werkzeug's routing redirects (``//editor//x`` to
   ``/editor/x``, a missing or extra trailing slash) name the ``Host`` the client sent as
@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, request
 from werkzeug.routing import RequestRedirect
 
-from pps.http_errors import request_id
-from pps.http_headers import PAGE_HEADERS
+from pps.platform.http_headers import PAGE_HEADERS
+from pps.web.errors import request_id
 
 __all__ = ["every_answer", "register_hooks", "relative_routing_redirect"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from apispec import APISpec
 from flask import Flask
 
-from pps.openapi import ErrorOut, api_of
+from pps.web.openapi import ErrorOut, api_of
 
 AUTH = """\
 Browser entry point. The shop signs a JWT (HS256, its API key as the key) with `client`,

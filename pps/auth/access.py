@@ -1,0 +1,120 @@
+"""Token checks shared by ``/auth`` and the file URLs. Plain Python: no Flask.
+
+:func:`check_token` verifies a shop-signed JWT against the key of the client it names;
+:func:`claim_jti` uses up its ``jti``. Both raise :class:`TokenRejected`, which the web
+layer renders as an HTML page on ``/auth`` and as JSON on ``/api-ext/files``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pps.auth.tokens import (
+    ReplayedToken,
+    TokenError,
+    VerifiedToken,
+    remaining_lifetime,
+    verify_token,
+)
+from pps.platform.ephemeral import no_work, nonce_key
+from pps.platform.errors import PpsError
+from pps.platform.models import Client
+from pps.platform.services import Services
+
+__all__ = [
+    "CheckedToken",
+    "TokenRejected",
+    "check_token",
+    "claim_jti",
+    "claim_jti_while",
+    "token_error",
+]
+
+T = TypeVar("T")
+
+
+class TokenRejected(PpsError):
+    """A :class:`~pps.auth.tokens.TokenError` on its way to the error handler.
+
+    Carries the token error's status (400 for a malformed token, 401 for the rest) and its
+    ``reason``, which is written for the developer whose shop signed the token.
+    """
+
+    def __init__(self, error: TokenError, *, prefix: str) -> None:
+        super().__init__(f"{prefix}: {error.reason}")
+        self.status = error.status
+        self.token_error = error
+
+
+def token_error(error: TokenError, *, login: bool) -> TokenRejected:
+    """The one converter from token failures to HTTP errors, for ``/auth`` and file URLs."""
+    prefix = "This login link cannot be used" if login else "The file token cannot be used"
+    return TokenRejected(error, prefix=prefix)
+
+
+@dataclass(frozen=True)
+class CheckedToken:
+    token: VerifiedToken
+    client: Client
+    now: float
+
+
+def check_token(svc: Services, raw: str, *, request_path: str, login: bool) -> CheckedToken:
+    """Verify ``raw`` against the key of the client it names; raise :class:`TokenRejected`."""
+    found: dict[str, Client] = {}
+
+    def lookup_key(identifier: str) -> str | None:
+        client = svc.clients.get(identifier)
+        if client is None:
+            return None
+        found[identifier] = client
+        return client.api_key
+
+    now = time.time()
+    try:
+        token = verify_token(
+            raw,
+            lookup_key,
+            now=now,
+            leeway=svc.settings.jwt_leeway,
+            request_path=request_path,
+        )
+    except TokenError as exc:
+        raise token_error(exc, login=login) from exc
+    return CheckedToken(token=token, client=found[token.client], now=now)
+
+
+def claim_jti(svc: Services, checked: CheckedToken, *, login: bool) -> None:
+    """Use the token's ``jti`` up, or raise a 401 if it was used before.
+
+    Called last, after every other check passed, so a token refused for any other reason
+    (unknown user, refused redirect, missing file) is not burned and the shop can retry with
+    a corrected token carrying the same ``jti``. One atomic command (SET NX) makes concurrent
+    uses of one token safe: exactly one wins. Login and file tokens share one namespace per
+    client, ``pps:jti:<client>:<jti>``: a ``jti`` is good for one use, whatever the use.
+    The nonce is kept for as long as the token could still pass its ``exp`` check.
+    """
+    claim_jti_while(svc, checked, login=login, work=no_work)
+
+
+def claim_jti_while(
+    svc: Services, checked: CheckedToken, *, login: bool, work: Callable[[], T]
+) -> T:
+    """:func:`claim_jti`, running ``work()`` while the store answers; its result is
+    returned only when this use of the token won (see ``EphemeralStore.claim_while``)."""
+    token = checked.token
+    if token.jti is None:
+        return work()
+    leeway = svc.settings.jwt_leeway
+    ttl = remaining_lifetime(token, checked.now, leeway, svc.settings.nonce_ttl)
+    won = svc.ephemeral.claim_while(nonce_key(checked.client.identifier, token.jti), ttl, work)
+    if won is None:
+        replayed = ReplayedToken(
+            f"the token with jti {token.jti!r} was used already; every token is good for "
+            "one use only, so sign a new one with a fresh jti"
+        )
+        raise token_error(replayed, login=login)
+    return won[0]

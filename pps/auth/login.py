@@ -1,0 +1,142 @@
+"""Logging a shop's user in with a token the shop signed. Plain Python: no Flask.
+
+Order of checks: the token (signature, times, ``urlPath``), its age (``iat`` within
+``PPS_NONCE_TTL``, see :func:`pps.auth.tokens.check_login_age`), the ``user`` and ``jti`` claims,
+the user, the redirect target, and only then, last, the nonce. A token refused for any
+reason before the nonce is claimed is not used up. What a successful login grants is a
+:class:`Login`; the web layer turns it into a fresh session cookie and a redirect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from pps.auth.access import check_token, claim_jti, token_error
+from pps.auth.callbacks import editor_target, query_callbacks
+from pps.auth.redirects import RedirectRefused, RedirectTarget, check_redirect_target
+from pps.auth.tokens import InvalidClaim, MissingClaim, TokenError, check_login_age
+from pps.platform.errors import BadRequest
+from pps.platform.services import Services
+
+__all__ = [
+    "SESSION_CLIENT",
+    "SESSION_EDITOR",
+    "SESSION_LIFETIME",
+    "SESSION_LOGIN_AT",
+    "SESSION_USER",
+    "Login",
+    "log_in",
+]
+
+#: How long a login lasts. The session cookie is signed with a timestamp and older cookies
+#: are refused by the server, so this is enforced by the server, not only by the cookie.
+SESSION_LIFETIME = timedelta(hours=8)
+
+SESSION_CLIENT = "client"
+SESSION_USER = "user"
+SESSION_LOGIN_AT = "login_at"
+SESSION_EDITOR = "editor"
+"""``{draftHash: {"callbacks": {...}, "step": ...}}`` for the drafts this login may open."""
+
+_MAX_SHOWN_TARGET = 200
+
+
+@dataclass(frozen=True)
+class Login:
+    """A login that passed every check; handed out only once its token's ``jti`` is used up."""
+
+    client: str
+    user: str
+    at: int
+    location: str | None
+    """Where to send the browser (ready for ``Location``), or None for the landing page."""
+    redirect: RedirectTarget | None = field(repr=False)
+    """The checked ``redirect`` claim, whose editor URL carries the editor grants."""
+    base_url: str = field(repr=False)
+
+    def session_data(self) -> dict[str, Any]:
+        """Everything the new session holds; nothing of an earlier session survives.
+
+        The editor grants are the callbacks of the editor URL in the signed ``redirect``.
+        """
+        return {
+            SESSION_CLIENT: self.client,
+            SESSION_USER: self.user,
+            SESSION_LOGIN_AT: self.at,
+            SESSION_EDITOR: _editor_grants(self.redirect, self.base_url),
+        }
+
+
+def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
+    """Check the login token ``raw`` and use it up; raise a
+    :class:`~pps.platform.errors.PpsError`."""
+    if not raw:
+        raise BadRequest(
+            "This login link has no token: the shop must send the browser to "
+            "/auth?jwt=<signed token>."
+        )
+    checked = check_token(svc, raw, request_path=request_path, login=True)
+    token, client = checked.token, checked.client
+    try:
+        check_login_age(
+            token, now=checked.now, leeway=svc.settings.jwt_leeway, max_age=svc.settings.nonce_ttl
+        )
+    except TokenError as exc:
+        raise token_error(exc, login=True) from exc
+    if not token.user:
+        raise token_error(
+            MissingClaim("the token has no 'user' claim; a login needs the user identifier"),
+            login=True,
+        )
+    if token.jti is None:
+        raise token_error(
+            MissingClaim("the token has no 'jti'; a login token needs a fresh nonce"),
+            login=True,
+        )
+    if not svc.repository.user_exists(client.identifier, token.user):
+        raise token_error(
+            InvalidClaim(f"{token.user!r} is not a user of client {client.identifier!r}"),
+            login=True,
+        )
+
+    redirect = None
+    if token.redirect is not None:
+        try:
+            redirect = check_redirect_target(
+                token.redirect,
+                base_url=svc.settings.base_url,
+                allowed_origins=client.allowed_origins,
+            )
+        except RedirectRefused as exc:
+            raise BadRequest(
+                f"After logging in you would have been sent to {_shown(token.redirect)}, "
+                f"but that target is refused: {exc.reason}."
+            ) from exc
+
+    login = Login(
+        client=client.identifier,
+        user=token.user,
+        at=int(checked.now),
+        location=None if redirect is None else redirect.location,
+        redirect=redirect,
+        base_url=svc.settings.base_url,
+    )
+    claim_jti(svc, checked, login=True)  # last: nothing above may burn the token
+    return login
+
+
+def _editor_grants(redirect: RedirectTarget | None, base_url: str) -> dict[str, Any]:
+    if redirect is None:
+        return {}
+    target = editor_target(redirect, base_url)
+    if target is None:
+        return {}
+    # These came inside the signed redirect claim, so the editor may trust them.
+    return {target.draft_hash: {"callbacks": query_callbacks(target.query)}}
+
+
+def _shown(target: str) -> str:
+    text = repr(target)
+    return text if len(text) <= _MAX_SHOWN_TARGET else text[: _MAX_SHOWN_TARGET - 3] + "..."

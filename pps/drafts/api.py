@@ -1,0 +1,164 @@
+"""``/api-ext/draft``: drafts of the calling client's templates for its users."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, jsonify
+
+from pps.api import bp, current_client, no_content, resource, services
+from pps.api.schemas import (
+    DraftClaimInput,
+    DraftCreateInput,
+    DraftList,
+    DraftListArgs,
+    DraftReplicateInput,
+    DraftResponse,
+    DraftUpdateInput,
+)
+from pps.files.sweep import delete_draft_files
+from pps.platform.errors import NotFound, ValidationFailed
+from pps.platform.models import Draft
+
+blp = resource("drafts", "Draft")
+
+DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
+#: ``POST /draft/claim`` answers a map, not a resource: draft hash -> claimed.
+CLAIM_RESULT = {"type": "object", "additionalProperties": {"type": "boolean"}}
+
+
+def _found(record: Draft | None) -> Draft:
+    if record is None:
+        raise NotFound(DRAFT_NOT_FOUND)
+    return record
+
+
+@blp.post("/draft")
+@blp.body(DraftCreateInput)
+@blp.response(201, DraftResponse)
+def create_draft(data: dict[str, Any]) -> dict[str, Any]:
+    """Create a draft of a template for a user
+
+    `apiDefaultValues` (DataKey to value) pre-fills the draft in the editor. The user
+    identifier may be sent as `userIdentifier` or `user_identifier`. A user or template
+    that is not the client's is a 422 naming the field.
+    """
+    client = current_client().identifier
+    repository = services().repository
+    errors: dict[str, list[str]] = {}
+    if repository.get_user(client, data["userIdentifier"]) is None:
+        errors["userIdentifier"] = ["No user with this identifier exists for this client."]
+    if repository.get_template(client, data["templateIdentifier"]) is None:
+        errors["templateIdentifier"] = ["No template with this identifier exists for this client."]
+    if errors:
+        raise ValidationFailed(errors=errors)
+    record = repository.create_draft(
+        client,
+        user_identifier=data["userIdentifier"],
+        template_identifier=data["templateIdentifier"],
+        intent=data["intent"],
+        api_default_values=data["apiDefaultValues"] or {},
+        custom_attributes=data["customAttributes"] or {},
+    )
+    if record is None:  # the user or template vanished between the checks and the insert
+        raise ValidationFailed(
+            errors={"userIdentifier": ["The user or template no longer exists."]}
+        )
+    return {"data": record}
+
+
+@blp.get("/draft")
+@blp.query(DraftListArgs)
+@blp.response(200, DraftList)
+def list_drafts(args: dict[str, Any]) -> dict[str, Any]:
+    """List the client's drafts"""
+    page = services().repository.list_drafts(
+        current_client().identifier,
+        args["page"],
+        args["perPage"],
+        user_identifier=args["userIdentifier"] or None,
+    )
+    return {"data": page.items, "meta": page}
+
+
+@blp.post("/draft/claim")
+@blp.body(DraftClaimInput)
+@blp.response(200, CLAIM_RESULT)
+@blp.errors(405, s405="`GET`, `PUT` and `DELETE` on this path: only `POST` is allowed.")
+def claim_drafts(data: dict[str, Any]) -> Response:
+    """Give drafts to a user
+
+    Answers `{"<draftHash>": true|false}` without a wrapper: true when the draft was (with
+    `dryRun`: would be) claimed. Nothing changes with `dryRun`.
+    """
+    result = services().repository.claim_drafts(
+        current_client().identifier, data["userIdentifier"], data["drafts"], data["dryRun"]
+    )
+    if result is None:
+        raise ValidationFailed(
+            errors={"userIdentifier": ["No user with this identifier exists for this client."]}
+        )
+    return jsonify(result)
+
+
+@blp.get("/draft/<draft_hash:draft_hash>")
+@blp.response(200, DraftResponse)
+@blp.errors(404)
+def show_draft(draft_hash: str) -> dict[str, Any]:
+    """Show a draft"""
+    return {
+        "data": _found(services().repository.get_draft(current_client().identifier, draft_hash))
+    }
+
+
+@blp.put("/draft/<draft_hash:draft_hash>")
+@blp.body(DraftUpdateInput)
+@blp.response(200, DraftResponse)
+@blp.errors(404)
+def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
+    """Update a draft's apiDefaultValues or customAttributes
+
+    Each object sent replaces the stored one; fields not sent stay as they are.
+    """
+    record = services().repository.update_draft(
+        current_client().identifier,
+        draft_hash,
+        api_default_values=data.get("apiDefaultValues"),
+        custom_attributes=data.get("customAttributes"),
+    )
+    return {"data": _found(record)}
+
+
+@blp.delete("/draft/<draft_hash:draft_hash>")
+@blp.response(204, description="Deleted; the body is empty.")
+@blp.errors(404)
+def delete_draft(draft_hash: str) -> Response:
+    """Delete a draft"""
+    if not services().repository.delete_draft(current_client().identifier, draft_hash):
+        raise NotFound(DRAFT_NOT_FOUND)
+    # Rendered files hold the customer's values; pps files sweep catches a late render.
+    delete_draft_files(services().storage, current_client().identifier, draft_hash)
+    return no_content()
+
+
+@blp.route("/draft/<draft_hash:draft_hash>/replicate", methods=["POST", "GET"])
+@blp.body(DraftReplicateInput)
+@blp.response(200, DraftResponse)
+@blp.errors(404)
+def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
+    """Copy a draft
+
+    A new draft (new hash) with the same template, user and values. `apiDefaultValues` and
+    `customAttributes` sent are laid over the source's, key by key. GET is accepted too, as
+    the Magento module sends it.
+    """
+    record = services().repository.replicate_draft(
+        current_client().identifier,
+        draft_hash,
+        api_default_values=data.get("apiDefaultValues"),
+        custom_attributes=data.get("customAttributes"),
+    )
+    return {"data": _found(record)}
+
+
+bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource

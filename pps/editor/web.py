@@ -1,0 +1,641 @@
+"""The editor: ``/editor/<draftHash>[/<step>]`` for a user logged in through ``/auth``.
+
+Pages (HTML, for the draft's own user only):
+
+* ``GET /editor/<hash>/edit``: one labelled input per DataKey and a live preview.
+* ``POST /editor/<hash>/edit``: save (CSRF token required); ``action`` = ``save``,
+  ``preview`` (save, then show the preview step) or ``halt`` (save, then go to
+  ``callback_halt``). Invalid values: 422 with the form again and nothing saved.
+* ``GET /editor/<hash>/preview``: every page large.
+* ``POST /editor/<hash>/finish``: (save the sent values and) mark the draft ``finished``,
+  then ``303`` to the shop's ``callback``.
+* ``GET /editor/<hash>/page/<n>.png``: a page of the saved draft (cached by version);
+  ``POST`` the same URL with the form's values: the page rendered from them, not saved.
+
+Everything works without JavaScript; ``static/editor.js`` only adds the live preview.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Response, jsonify, render_template, request, session, url_for
+
+from pps.auth.callbacks import CALLBACK_PARAMS, editor_callbacks
+from pps.auth.web import SESSION_EDITOR, logged_in_as
+from pps.editor.csrf import check_csrf, csrf_token
+from pps.editor.model import (
+    Exit,
+    editor_fields,
+    field_views,
+    form_action_origins,
+    initial_values,
+    over_global_limit,
+    page_keys,
+    remembered,
+    resolve_exits,
+    submitted_values,
+)
+from pps.files.render_limits import render_budget
+from pps.files.rendering import (
+    RenderPolicy,
+    StorageAssets,
+    TemplateNotRenderable,
+    decoded,
+    render_draft_file,
+    render_draft_values_image,
+    template_spec,
+)
+from pps.platform.errors import NotFound, PayloadTooLarge, PpsError
+from pps.platform.http_headers import PAGE_CSP
+from pps.platform.models import DRAFT_STATES, Client, Draft, Template
+from pps.platform.storage import StoredFile
+from pps.render import (
+    Field,
+    InvalidValues,
+    Problem,
+    RenderError,
+    TemplateSpec,
+    check_values,
+    image_size,
+    render_file,
+)
+from pps.render.problems import Code, english
+from pps.web import bp
+from pps.web.common import services
+from pps.web.i18n import LANGUAGE_NAMES, LOCALES, Translator, normalize_locale
+
+#: Steps this editor serves. ``embed`` (the editor framed by the shop) is not offered yet:
+#: every page here forbids framing.
+STEPS = ("edit", "preview")
+DEFAULT_STEP = "edit"
+
+#: Pixel widths the page images come in: the edit step's live preview and the large
+#: preview. A fixed set keeps a customer from filling storage with one file per width.
+EDIT_WIDTH = 960
+LARGE_WIDTH = 1600
+IMAGE_WIDTHS = (EDIT_WIDTH, LARGE_WIDTH)
+
+#: A form with more fields than this is not one of ours (10 000 DataKeys are refused).
+MAX_FORM_FIELDS = 1000
+#: Live previews per logged-in user (all drafts and pages together) per second; more get
+#: 429. The script waits 400 ms after the last key stroke and then renders each page the
+#: change shows on, so typing never hits the limit. Every preview also counts against the
+#: client's PPS_RENDERS_PER_MINUTE.
+PREVIEWS_PER_SECOND = 4
+#: Unsaved previews rendering at once in one process; more wait, then get 503.
+_PREVIEW_RENDERS = threading.BoundedSemaphore(2)
+_PREVIEW_WAIT_SECONDS = 10.0
+
+log = logging.getLogger(__name__)
+
+SESSION_LOCALE = "locale"
+SESSION_NOTICE = "editor_notice"
+#: Message codes a notice in the session may name (anything else there is ignored).
+_NOTICES = frozenset({"form.saved", "form.finished"})
+_CARRIED = (*CALLBACK_PARAMS, "callback_target", "locale")
+_TARGET_NAME = frozenset({"_self", "_top", "_parent", "_blank"})
+
+
+class LoginRequired(PpsError):
+    status = 401
+    default_message = (
+        "You are not logged in for this design (or your login has expired). "
+        "Please open the editor from the shop again to log in."
+    )
+
+
+class TooManyFields(PayloadTooLarge):
+    default_message = (
+        f"The form has more than {MAX_FORM_FIELDS} fields; this editor never sends that many."
+    )
+
+
+class PreviewTooFast(PpsError):
+    status = 429
+    default_message = "Too many preview requests; wait a moment."
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "1"})
+
+
+class PreviewBusy(PpsError):
+    status = 503
+    default_message = "The preview renderer is busy; try again in a moment."
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "2"})
+
+
+# -- pages -------------------------------------------------------------------------------
+
+
+@bp.get("/editor/<draft_hash>")
+def editor_default(draft_hash: str) -> Response:
+    return _show(draft_hash, None)
+
+
+@bp.get("/editor/<draft_hash>/<step>")
+def editor_step(draft_hash: str, step: str) -> Response:
+    if step not in STEPS:
+        raise NotFound(f"The editor has no step {step!r}; use one of: {', '.join(STEPS)}.")
+    return _show(draft_hash, step)
+
+
+@bp.post("/editor/<draft_hash>/edit")
+def editor_save(draft_hash: str) -> Response:
+    saved = _save_form(draft_hash, state="edited")
+    if isinstance(saved, Response):
+        return saved
+    ctx, draft = saved
+    action = request.form.get("action", "save")
+    if action == "halt":
+        halt = ctx.exits["callback_halt"]
+        if halt.href is not None:
+            return _see_other(halt.href)
+    elif action == "preview":
+        return _see_other(_step_url(draft.draft_hash, "preview"))
+    _notify(draft.draft_hash, "form.saved")
+    return _see_other(_step_url(draft.draft_hash, "edit"))
+
+
+@bp.post("/editor/<draft_hash>/finish")
+def editor_finish(draft_hash: str) -> Response:
+    saved = _save_form(draft_hash, state="finished")
+    if isinstance(saved, Response):
+        return saved
+    ctx, draft = saved
+    session.pop(SESSION_NOTICE, None)  # an earlier "saved" is stale once finished
+    done = ctx.exits["callback"]
+    if done.href is not None:
+        return _see_other(done.href)
+    _notify(draft.draft_hash, "form.finished")
+    return _see_other(_step_url(draft.draft_hash, "preview"))
+
+
+@bp.route("/editor/<draft_hash>/page/<int:page>.png", methods=["GET", "POST"])
+def editor_page_image(draft_hash: str, page: int) -> Response:
+    ctx = _load(draft_hash)
+    text = request.args.get("width", str(EDIT_WIDTH))
+    if text not in {str(allowed) for allowed in IMAGE_WIDTHS}:
+        raise NotFound(f"Page images come in widths {', '.join(map(str, IMAGE_WIDTHS))}.")
+    width = int(text)
+    if ctx.spec is None or ctx.template is None or not 0 <= page < ctx.spec.page_count:
+        raise NotFound("This design has no such page.")
+    if request.method == "POST":
+        return _unsaved_preview(ctx, page, width)
+    values = {key: ctx.shown_values[key] for key in ctx.spec.data_keys if key in ctx.shown_values}
+    svc = services()
+    policy = _policy(ctx)
+    try:
+        if _renders_as_saved(ctx.draft, values):
+            stored = render_draft_file(
+                svc.storage,
+                ctx.draft,
+                ctx.template,
+                "image",
+                page=page,
+                width=width,
+                spec=ctx.spec,
+                policy=policy,
+            )
+        else:
+            # Stored values the renderer would refuse (numbers): render the shown text,
+            # cached by those values, so the next visit is a lookup too.
+            stored = render_draft_values_image(
+                svc.storage,
+                ctx.draft,
+                ctx.template,
+                ctx.spec,
+                values,
+                page=page,
+                width=width,
+                policy=policy,
+            )
+        response = _send_stored(stored)
+    except InvalidValues as exc:
+        return _problem_json(ctx, exc.problems)
+    except RenderError as exc:
+        return _problem_json(ctx, _template_problem(exc))
+    # The URL names the draft's version (?v=), so a changed draft gets a new URL.
+    response.headers["Cache-Control"] = "private, max-age=600"
+    return response
+
+
+# -- the request's draft -----------------------------------------------------------------
+
+
+@dataclass
+class EditorContext:
+    client: Client
+    draft: Draft
+    template: Template | None
+    spec: TemplateSpec | None
+    fields: list[Field]
+    shown_values: dict[str, str]
+    entry: dict[str, Any]
+    t: Translator
+    exits: dict[str, Exit]
+
+
+def _load(draft_hash: str) -> EditorContext:
+    """The draft of the logged-in user, or a 401/404 page."""
+    identity = logged_in_as()
+    if identity is None:
+        raise LoginRequired()
+    client_id, user_id = identity
+    svc = services()
+    draft = svc.repository.get_draft(client_id, draft_hash)
+    if draft is None:
+        raise NotFound("There is no such design.")
+    if draft.user_identifier != user_id:
+        raise LoginRequired()
+    client = svc.clients.get(client_id)
+    if client is None:  # disabled since the login
+        raise LoginRequired()
+    template = svc.repository.get_template(client_id, draft.template_identifier)
+    spec = None
+    if template is not None:
+        try:
+            spec = template_spec(template)
+        except TemplateNotRenderable:
+            spec = None
+    fields = editor_fields(template, spec, draft)
+    entry = _session_entry(draft_hash)
+    t = Translator(_locale(user_id, client_id))
+    signed = entry.get("callbacks")
+    exits = resolve_exits(
+        signed={k: v for k, v in signed.items() if isinstance(v, str)}
+        if isinstance(signed, dict)
+        else None,
+        from_query=editor_callbacks(request.args.to_dict(flat=False)),
+        base_url=svc.settings.base_url,
+        allowed_origins=client.allowed_origins,
+        t=t,
+    )
+    return EditorContext(
+        client=client,
+        draft=draft,
+        template=template,
+        spec=spec,
+        fields=fields,
+        shown_values=initial_values(draft, fields),
+        entry=entry,
+        t=t,
+        exits=exits,
+    )
+
+
+def _locale(user_id: str, client_id: str) -> str:
+    """``?locale=`` (remembered in the session), else the session's, else the user's."""
+    asked = normalize_locale(request.args.get("locale"))
+    if asked is not None:
+        session[SESSION_LOCALE] = asked
+        return asked
+    remembered = normalize_locale(session.get(SESSION_LOCALE))
+    if remembered is not None:
+        return remembered
+    user = services().repository.get_user(client_id, user_id)
+    return normalize_locale(user.locale if user is not None else None) or "en"
+
+
+def _session_entry(draft_hash: str) -> dict[str, Any]:
+    editor = session.get(SESSION_EDITOR)
+    entry = editor.get(draft_hash) if isinstance(editor, dict) else None
+    return dict(entry) if isinstance(entry, dict) else {}
+
+
+def _notify(draft_hash: str, key: str) -> None:
+    """A notice for the next page of this draft (plain JSON: the session holds no tuples)."""
+    session[SESSION_NOTICE] = {"draft": draft_hash, "key": key}
+
+
+def _take_notices(draft_hash: str) -> list[str]:
+    notice = session.pop(SESSION_NOTICE, None)
+    if isinstance(notice, dict) and notice.get("draft") == draft_hash:
+        key = notice.get("key")
+        if isinstance(key, str) and key in _NOTICES:
+            return [key]
+    return []
+
+
+def _remember(draft_hash: str, entry: dict[str, Any]) -> None:
+    """Keep ``entry`` for the draft; the session remembers a bounded number of drafts."""
+    editor = session.get(SESSION_EDITOR)
+    session[SESSION_EDITOR] = remembered(
+        editor if isinstance(editor, dict) else {}, draft_hash, entry
+    )
+
+
+# -- saving ------------------------------------------------------------------------------
+
+
+def _check_form() -> None:
+    """Size first (413 before anything else is read), then the CSRF token."""
+    if len(request.form) > MAX_FORM_FIELDS:
+        raise TooManyFields()
+    check_csrf()
+
+
+def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Problem]]:
+    """What is wrong with ``values`` per DataKey: the renderer's checks, the same it renders by."""
+    errors: dict[str, list[Problem]] = {}
+    spec = ctx.spec
+    if spec is not None:
+        assets = StorageAssets(
+            services().storage,
+            ctx.client.identifier,
+            ctx.draft.template_identifier,
+            max_pixels=services().settings.max_image_pixels,
+        )
+        try:
+            errors.update(decoded(lambda: check_values(spec, values, assets)))
+        except RenderError as exc:  # a broken font file of the template
+            errors.update(_template_problem(exc))
+    spec_keys = set(ctx.spec.data_keys) if ctx.spec is not None else set()
+    errors.update(over_global_limit({k: v for k, v in values.items() if k not in spec_keys}))
+    return errors
+
+
+def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | Response:
+    """Save the posted form's values with ``state``; the form again with ``422`` (nothing
+    saved) when they have problems."""
+    ctx = _load(draft_hash)
+    _check_form()
+    submitted = submitted_values(request.form, ctx.fields)
+    values = {**ctx.shown_values, **submitted}
+    errors = _problems(ctx, values)
+    if errors:
+        return _page(ctx, "edit", values=values, errors=errors, status=422)
+    return ctx, _save(ctx, submitted, state=state)
+
+
+def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft:
+    values = {**ctx.draft.values, **submitted}
+    draft = services().repository.update_draft(
+        ctx.client.identifier, ctx.draft.draft_hash, values=values, state=state
+    )
+    if draft is None:  # deleted by the shop meanwhile
+        raise NotFound("There is no such design.")
+    return draft
+
+
+# -- previews ----------------------------------------------------------------------------
+
+
+def _policy(ctx: EditorContext) -> RenderPolicy:
+    """The editor's widths are a fixed pair already; renders count against the client."""
+    svc = services()
+    return RenderPolicy(
+        max_pixels=svc.settings.max_image_pixels,
+        spend=render_budget(svc.ephemeral, ctx.client.identifier, svc.settings.renders_per_minute),
+    )
+
+
+def _template_problem(exc: RenderError) -> dict[str, list[Problem]]:
+    """A problem of the template itself (a broken file), shown as a general message."""
+    log.warning("cannot render a page of the editor: %s", exc)
+    return {"template": [Problem(Code.TEMPLATE_UNRENDERABLE, {"reason": str(exc)})]}
+
+
+def _renders_as_saved(draft: Draft, values: dict[str, str]) -> bool:
+    """Whether the draft's stored values are exactly what the editor shows (then the cached
+    draft file is right); numbers or missing keys among them render from the shown text."""
+    stored = {**draft.api_default_values, **draft.values}
+    # A key the draft lacks renders as the template's default, which is what the form shows.
+    return all(stored.get(key, value) == value for key, value in values.items())
+
+
+def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
+    _check_form()
+    client, user = ctx.client.identifier, ctx.draft.user_identifier
+    # Per login, over all its drafts and pages: one window per second.
+    second = int(time.time())
+    if services().ephemeral.count(f"pps:preview:{client}:{user}:{second}", 2) > (
+        PREVIEWS_PER_SECOND
+    ):
+        raise PreviewTooFast()
+    values = {**ctx.shown_values, **submitted_values(request.form, ctx.fields)}
+    errors = _problems(ctx, values)
+    if errors:
+        return _problem_json(ctx, errors)
+    spend = _policy(ctx).spend
+    assert spend is not None
+    spend()  # the client's renders per minute
+    if not _PREVIEW_RENDERS.acquire(timeout=_PREVIEW_WAIT_SECONDS):
+        raise PreviewBusy()
+    try:
+        body = decoded(lambda: _render(ctx, values, page, width))
+    except InvalidValues as exc:
+        return _problem_json(ctx, exc.problems)
+    except RenderError as exc:
+        return _problem_json(ctx, _template_problem(exc))
+    finally:
+        _PREVIEW_RENDERS.release()
+    response = _png(body)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _render(ctx: EditorContext, values: dict[str, str], page: int, width: int) -> bytes:
+    assert ctx.spec is not None
+    size = image_size(ctx.spec, width, None)
+    assets = StorageAssets(
+        services().storage,
+        ctx.client.identifier,
+        ctx.draft.template_identifier,
+        max_pixels=services().settings.max_image_pixels,
+    )
+    body, _ = render_file(
+        "image", ctx.spec, values, assets, page=page, width=size[0], height=size[1]
+    )
+    return body
+
+
+def _problem_json(ctx: EditorContext, errors: dict[str, list[Problem]]) -> Response:
+    """422 for the script: per field index (as the form numbers them) the translated messages;
+    ``errors`` per DataKey in English, as the API words them."""
+    index = {field.key: position for position, field in enumerate(ctx.fields)}
+    by_field = {
+        f"f-{index[key]}": [ctx.t.problem(problem) for problem in problems]
+        for key, problems in errors.items()
+        if key in index
+    }
+    general = [
+        ctx.t.problem(problem)
+        for key, problems in errors.items()
+        if key not in index
+        for problem in problems
+    ]
+    english_errors = {key: [english(problem) for problem in found] for key, found in errors.items()}
+    response = jsonify(
+        {
+            "message": ctx.t("form.errors"),
+            "errors": english_errors,
+            "fields": by_field,
+            "general": general,
+        }
+    )
+    response.status_code = 422
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _png(body: bytes) -> Response:
+    return Response(body, mimetype="image/png")
+
+
+def _send_stored(stored: StoredFile) -> Response:
+    """A stored page image (tens of kilobytes: read whole, no file handle left open)."""
+    data = services().storage.read(stored.key)
+    if data is None:
+        raise NotFound("The image is gone; reload the page.")
+    response = _png(data)
+    response.add_etag()
+    response.make_conditional(request)  # 304 when the browser has it (changes it in place)
+    return response
+
+
+# -- rendering the pages -----------------------------------------------------------------
+
+
+def _show(draft_hash: str, step: str | None) -> Response:
+    ctx = _load(draft_hash)
+    if step is None:
+        remembered = ctx.entry.get("step")
+        step = remembered if remembered in STEPS else DEFAULT_STEP
+    if ctx.entry.get("step") != step:
+        _remember(draft_hash, {**ctx.entry, "step": step})
+    return _page(ctx, step, values=ctx.shown_values, errors={}, status=200)
+
+
+def _page(
+    ctx: EditorContext,
+    step: str,
+    *,
+    values: dict[str, str],
+    errors: dict[str, list[Problem]],
+    status: int,
+) -> Response:
+    t = ctx.t
+    draft = ctx.draft
+    fields = field_views(ctx.fields, values, errors, t)
+    known = {field.key for field in ctx.fields}
+    general = [
+        t.problem(problem)
+        for key, problems in errors.items()
+        if key not in known
+        for problem in problems
+    ]
+    notice_keys = _take_notices(draft.draft_hash)
+    if draft.state == "finished" and "form.finished" not in notice_keys:
+        notice_keys.append("form.finished")
+    notices = [t(key) for key in notice_keys]
+    width = EDIT_WIDTH if step == "edit" else LARGE_WIDTH
+    pages = _page_views(ctx, width)
+    exits = ctx.exits
+    callback_target = request.args.get("callback_target", "")
+    template_name = ctx.template.name if ctx.template is not None else draft.template_identifier
+    body = render_template(
+        "editor_edit.html" if step == "edit" else "editor_preview.html",
+        t=t,
+        locale=t.locale,
+        draft=draft,
+        state_label=t(f"state.{draft.state}") if draft.state in DRAFT_STATES else draft.state,
+        template_name=template_name,
+        fields=fields,
+        errors=errors,
+        general_errors=general,
+        notices=notices,
+        step=step,
+        steps=[(name, t(f"step.{name}"), _step_url(draft.draft_hash, name)) for name in STEPS],
+        languages=[
+            (code, LANGUAGE_NAMES[code], _step_url(draft.draft_hash, step, locale=code))
+            for code in LOCALES
+        ],
+        pages=pages,
+        exits=exits,
+        save_url=_carried_url("web.editor_save", draft.draft_hash),
+        finish_url=_carried_url("web.editor_finish", draft.draft_hash),
+        csrf_token=csrf_token(),
+        target=callback_target if callback_target in _TARGET_NAME else "",
+    )
+    response = Response(body, status=status, mimetype="text/html")
+    response.headers["Content-Security-Policy"] = _editor_csp(exits.values())
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@dataclass(frozen=True)
+class PageView:
+    number: int
+    src: str
+    render_url: str
+    width: int
+    height: int
+    fields: str
+    alt: str
+    caption: str
+
+
+def _page_views(ctx: EditorContext, width: int) -> list[PageView]:
+    if ctx.spec is None:
+        return []
+    spec = ctx.spec
+    total = spec.page_count
+    size = image_size(spec, width, None)
+    used = page_keys(spec, ctx.fields)
+    views = []
+    for page in range(total):
+        url = url_for("web.editor_page_image", draft_hash=ctx.draft.draft_hash, page=page)
+        query = urlencode({"width": width, "v": ctx.draft.version})
+        views.append(
+            PageView(
+                number=page + 1,
+                src=f"{url}?{query}",
+                render_url=f"{url}?{urlencode({'width': width})}",
+                width=size[0],
+                height=size[1],
+                fields=" ".join(f"f-{index}" for index in used[page]),
+                alt=ctx.t("preview.alt", page=page + 1, pages=total),
+                caption=ctx.t("preview.page", page=page + 1, pages=total),
+            )
+        )
+    return views
+
+
+def _carried() -> dict[str, str]:
+    """The shop's query parameters, kept on every link and form of the editor."""
+    return {name: request.args[name] for name in _CARRIED if name in request.args}
+
+
+def _carried_url(endpoint: str, draft_hash: str, **extra: str) -> str:
+    params: dict[str, Any] = {**_carried(), **extra}
+    return url_for(endpoint, draft_hash=draft_hash, **params)
+
+
+def _step_url(draft_hash: str, step: str, **extra: str) -> str:
+    return _carried_url("web.editor_step", draft_hash, step=step, **extra)
+
+
+def _see_other(location: str) -> Response:
+    response = Response(status=303)
+    response.headers["Location"] = location
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _editor_csp(exits: Any) -> str:
+    """The site-wide policy, plus ``blob:`` images (the live preview) and the callbacks'
+    origins as form targets (Chromium applies ``form-action`` to the redirect after a POST)."""
+    origins = form_action_origins(exits)
+    policy = PAGE_CSP.replace("img-src 'self' data:", "img-src 'self' data: blob:")
+    policy = policy.replace("form-action 'self'", " ".join(["form-action 'self'", *origins]))
+    if "connect-src" not in policy:
+        policy += "; connect-src 'self'"
+    return policy

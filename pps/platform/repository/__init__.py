@@ -1,0 +1,176 @@
+"""Durable records behind one small seam.
+
+Every method that touches a tenant's data takes the client identifier first, so tenancy is
+enforced by the queries themselves: a record of another client is simply not found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from pps.platform.models import Client, Draft, DraftRef, JsonObject, Template, User
+
+T = TypeVar("T")
+
+#: User fields a caller may set; anything else is ignored by the repository.
+USER_FIELDS = (
+    "locale",
+    "salutation",
+    "title",
+    "first_name",
+    "last_name",
+    "email",
+    "custom_attributes",
+)
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list, with what a paginator needs."""
+
+    items: list[T]
+    total: int
+    page: int
+    per_page: int
+
+    @property
+    def last_page(self) -> int:
+        return max(1, -(-self.total // self.per_page)) if self.per_page else 1
+
+
+class DuplicateIdentifier(Exception):
+    """An identifier given by an operator is taken already."""
+
+
+class Repository(Protocol):
+    """Storage of clients, users, templates and drafts."""
+
+    # -- clients (operators; not scoped) -------------------------------------------------
+    def create_client(
+        self,
+        name: str,
+        *,
+        identifier: str | None = None,
+        api_key: str | None = None,
+        allowed_origins: Sequence[str] = (),
+    ) -> Client: ...
+
+    def get_client(self, identifier: str) -> Client | None: ...
+
+    def find_client_by_api_key(self, api_key: str) -> Client | None:
+        """The active client whose key equals ``api_key``, compared in constant time."""
+        ...
+
+    def list_clients(self) -> list[Client]: ...
+
+    def rotate_api_key(self, identifier: str) -> Client | None: ...
+
+    # -- users ---------------------------------------------------------------------------
+    def create_user(self, client: str, fields: Mapping[str, Any]) -> User: ...
+
+    def get_user(self, client: str, identifier: str) -> User | None: ...
+
+    def user_exists(self, client: str, identifier: str) -> bool:
+        """Whether ``identifier`` is a user of ``client``; the cheapest lookup there is."""
+        ...
+
+    def update_user(
+        self, client: str, identifier: str, fields: Mapping[str, Any]
+    ) -> User | None: ...
+
+    def delete_user(self, client: str, identifier: str) -> bool:
+        """Delete the user and the user's drafts."""
+        ...
+
+    def merge_users(self, client: str, target: str, source: str) -> bool:
+        """Move every draft of ``source`` to ``target`` and delete ``source``, atomically.
+
+        False when either user is not a user of ``client`` (nothing is changed then).
+        """
+        ...
+
+    # -- templates -----------------------------------------------------------------------
+    def create_template(
+        self,
+        client: str,
+        *,
+        name: str,
+        data_keys: Sequence[str],
+        custom_attributes: JsonObject,
+        page_count: int,
+        spec: JsonObject,
+        identifier: str | None = None,
+        preview_key: str | None = None,
+    ) -> Template: ...
+
+    def get_template(self, client: str, identifier: str) -> Template | None: ...
+
+    def list_templates(
+        self, client: str | None, page: int = 1, per_page: int | None = None
+    ) -> Page[Template]:
+        """Templates of ``client`` (every client's when None); ``per_page=None`` returns all."""
+        ...
+
+    # -- drafts --------------------------------------------------------------------------
+    def create_draft(
+        self,
+        client: str,
+        *,
+        user_identifier: str,
+        template_identifier: str,
+        intent: str,
+        api_default_values: JsonObject,
+        custom_attributes: JsonObject,
+    ) -> Draft | None:
+        """None when the user or the template is not the client's."""
+        ...
+
+    def get_draft(self, client: str, draft_hash: str) -> Draft | None: ...
+
+    def get_draft_ref(self, client: str, draft_hash: str) -> DraftRef | None:
+        """Owner and version of a draft of ``client``; the cheapest draft lookup there is."""
+        ...
+
+    def list_drafts(
+        self, client: str, page: int = 1, per_page: int = 25, user_identifier: str | None = None
+    ) -> Page[Draft]: ...
+
+    def update_draft(
+        self,
+        client: str,
+        draft_hash: str,
+        *,
+        api_default_values: JsonObject | None = None,
+        custom_attributes: JsonObject | None = None,
+        values: JsonObject | None = None,
+        state: str | None = None,
+    ) -> Draft | None:
+        """Apply the given changes and bump ``version``; None when no such draft."""
+        ...
+
+    def delete_draft(self, client: str, draft_hash: str) -> bool: ...
+
+    def replicate_draft(
+        self,
+        client: str,
+        draft_hash: str,
+        *,
+        api_default_values: JsonObject | None = None,
+        custom_attributes: JsonObject | None = None,
+    ) -> Draft | None:
+        """A new draft with a new hash and the same template, user and values; the maps
+        given are laid over the source's, key by key."""
+        ...
+
+    def claim_drafts(
+        self, client: str, user_identifier: str, draft_hashes: Iterable[str], dry_run: bool
+    ) -> dict[str, bool] | None:
+        """Give the listed drafts to the user; per hash whether it was (or would be) claimed.
+
+        None when the user is not a user of ``client``.
+        """
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,119 @@
+"""The long-lived objects one app needs, built from settings and kept in ``app.extensions``."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pps.platform.ephemeral import EphemeralStore, open_ephemeral
+from pps.platform.models import Client
+from pps.platform.queue import JobQueue, open_job_queue
+from pps.platform.repository import Repository
+from pps.platform.repository.processing import ProcessingStore, SqlProcessingStore
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.settings import Settings
+from pps.platform.storage import FileStorage, open_storage
+
+
+class ClientCache:
+    """Client lookups by identifier and by API key, remembered for a few seconds.
+
+    Every ``/auth`` and file request starts by finding the client; a short cache keeps the
+    database off that hot path. A rotated or disabled key stops working after at most
+    ``ttl`` seconds (``PPS_CLIENT_CACHE_TTL``; 0 turns the cache off).
+    """
+
+    def __init__(self, repository: Repository, ttl: float) -> None:
+        self._repository = repository
+        self._ttl = ttl
+        self._by_identifier: dict[str, tuple[float, Client | None]] = {}
+        self._by_key_hash: dict[str, tuple[float, Client | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, identifier: str) -> Client | None:
+        hit = self._by_identifier.get(identifier) if self._ttl > 0 else None
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        client = self._repository.get_client(identifier)
+        if client is not None and not client.active:
+            client = None
+        self._remember(self._by_identifier, identifier, client, now)
+        return client
+
+    def by_api_key(self, api_key: str) -> Client | None:
+        digest = hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+        hit = self._by_key_hash.get(digest) if self._ttl > 0 else None
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        client = self._repository.find_client_by_api_key(api_key)
+        self._remember(self._by_key_hash, digest, client, now)
+        return client
+
+    def _remember(
+        self,
+        table: dict[str, tuple[float, Client | None]],
+        key: str,
+        value: Client | None,
+        now: float,
+    ) -> None:
+        if self._ttl <= 0:
+            return
+        with self._lock:
+            if len(table) > 10_000:
+                table.clear()
+            table[key] = (now + self._ttl, value)
+
+
+JobRunner = Callable[["Services", str, str], object]
+
+
+@dataclass
+class Services:
+    """Typed by the protocols callers rely on; :func:`build_services` picks the classes."""
+
+    settings: Settings
+    repository: Repository
+    ephemeral: EphemeralStore
+    storage: FileStorage
+    processings: ProcessingStore
+    #: Runs a batch job in this process when there is no Redis (the thread queue); the app
+    #: factory passes :func:`pps.processing.job.run_in_process`.
+    job_runner: JobRunner
+    clients: ClientCache = field(init=False)
+    jobs: JobQueue = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.clients = ClientCache(self.repository, self.settings.client_cache_ttl)
+        self.jobs = open_job_queue(self.settings, self._run_processing)
+
+    def _run_processing(self, client: str, processing_id: str) -> object:
+        """The in-process worker's runner (without Redis); see :mod:`pps.platform.queue`."""
+        return self.job_runner(self, client, processing_id)
+
+    def close(self) -> None:
+        self.jobs.close()  # first: a running job still uses the repository
+        self.repository.close()
+        self.ephemeral.close()
+
+
+def build_services(settings: Settings, job_runner: JobRunner) -> Services:
+    """Open the repository, the ephemeral store and file storage named by ``settings``."""
+    settings.instance_path.mkdir(parents=True, exist_ok=True)
+    repository = SqlRepository(settings.resolved_database_url, timeout=settings.database_timeout)
+    return Services(
+        settings=settings,
+        repository=repository,
+        ephemeral=open_ephemeral(
+            settings.redis_url,
+            instance_path=settings.instance_path,
+            redis_timeout=settings.redis_timeout,
+        ),
+        storage=open_storage(settings.resolved_files_dir),
+        processings=SqlProcessingStore(repository.engine),
+        job_runner=job_runner,
+    )

@@ -1,0 +1,112 @@
+"""File storage in a local directory, the default for a single host."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from pps.platform.storage import ListedFile, StoredFile
+
+FILE_MODE = 0o644
+"""Readable by nginx, which serves these files itself through X-Accel-Redirect."""
+
+
+def check_key(key: str) -> str:
+    """Accept only plain relative POSIX keys, so that no key can leave the root.
+
+    Checked on the text instead of resolving paths: ``..``, absolute paths, backslashes
+    (a separator elsewhere), NUL and empty or ``.`` segments are all refused outright.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValueError("storage key must be a non-empty string")
+    if "\\" in key or "\x00" in key:
+        raise ValueError(f"storage key {key!r} contains a backslash or NUL")
+    if key.startswith("/"):
+        raise ValueError(f"storage key {key!r} must be relative")
+    for segment in key.split("/"):
+        if segment in ("", ".", ".."):
+            raise ValueError(f"storage key {key!r} has an empty, '.' or '..' segment")
+    return key
+
+
+class LocalStorage:
+    """:class:`~pps.platform.storage.FileStorage` in a directory; keys are paths below ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).absolute()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path_for(self, key: str) -> Path:
+        return self.root.joinpath(*check_key(key).split("/"))
+
+    def put(self, key: str, data: bytes) -> None:
+        """Write beside the target and rename over it: readers see the old or the new file."""
+        target = self.path_for(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as tmp:
+                tmp.write(data)
+                tmp.flush()
+                os.fsync(tmp.fileno())
+            # mkstemp creates 0600 files; nginx runs as another user.
+            os.chmod(tmp_name, FILE_MODE)
+            os.replace(tmp_name, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+            raise
+
+    def stat(self, key: str) -> StoredFile | None:
+        path = self.path_for(key)
+        try:
+            st = path.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return StoredFile(key=key, size=st.st_size, path=path)
+
+    def read(self, key: str) -> bytes | None:
+        try:
+            return self.path_for(key).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def delete(self, key: str) -> None:
+        """Remove the file; a missing one is already what the caller wants."""
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            self.path_for(key).unlink()
+
+    def list_files(self, prefix: str) -> Iterator[ListedFile]:
+        """Walk the folder ``prefix``; files being written (``.<name>.*.tmp``) are skipped."""
+        top = self.path_for(prefix)
+        for folder, _dirs, names in os.walk(top):
+            base = Path(folder)
+            for name in sorted(names):
+                if name.startswith(".") and name.endswith(".tmp"):
+                    continue
+                path = base / name
+                try:
+                    st = path.lstat()
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    key = path.relative_to(self.root).as_posix()
+                    yield ListedFile(key=key, size=st.st_size, modified=st.st_mtime)
+
+    def delete_tree(self, prefix: str) -> int:
+        """Delete the files below ``prefix``, then the folders left empty (the top one too)."""
+        top = self.path_for(prefix)
+        deleted = 0
+        for listed in list(self.list_files(prefix)):
+            self.delete(listed.key)
+            deleted += 1
+        for folder, _dirs, _names in sorted(os.walk(top), key=lambda entry: -len(entry[0])):
+            with contextlib.suppress(OSError):  # not empty: a file arrived meanwhile
+                os.rmdir(folder)
+        return deleted

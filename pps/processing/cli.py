@@ -1,0 +1,63 @@
+"""``pps worker``: run batch print-file jobs from the RQ queue on ``PPS_REDIS_URL``.
+
+Start one or more on any host that reaches the database, Redis and file storage; ``make run``
+starts one when ``PPS_REDIS_URL`` is set. Without Redis no worker is needed: each app process
+renders its submissions in a thread of its own (single host only).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from pps.platform.queue import QUEUE_NAME, configure_worker, uses_redis
+from pps.platform.settings import Settings
+
+__all__ = ["worker"]
+
+
+@click.command("worker")
+@click.option("--burst", is_flag=True, help="Stop when the queue is empty (for scripts, tests).")
+@click.option(
+    "--simple",
+    is_flag=True,
+    help="Run jobs in this process instead of a forked child per job "
+    "(no fork: for debugging or platforms without fork; no job timeout).",
+)
+@click.option("--name", default=None, help="Worker name shown by 'rq info' (default: random).")
+@with_appcontext
+def worker(burst: bool, simple: bool, name: str | None) -> None:
+    """Render batch print files (/api-ext/pdf-processing) queued in Redis."""
+    import redis
+    from rq import Queue, SimpleWorker, Worker
+
+    settings: Settings = current_app.extensions["pps.settings"]
+    if not uses_redis(settings):
+        raise click.ClickException(
+            "PPS_REDIS_URL does not name a Redis server (or PPS_WORKER_MODE=thread): "
+            "jobs then run in a thread inside each app process and no worker is needed."
+        )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_worker(settings, current_app.extensions["pps"] if simple else None)
+    connection = redis.Redis.from_url(settings.redis_url)
+    try:
+        connection.ping()
+    except redis.RedisError as exc:
+        raise click.ClickException(f"cannot reach Redis at PPS_REDIS_URL: {exc}") from None
+    queue = Queue(QUEUE_NAME, connection=connection)
+    worker_class = SimpleWorker if simple else Worker
+    click.echo(
+        f"pps worker: {'simple' if simple else 'forking'} worker on queue {QUEUE_NAME}"
+        + (" (burst)" if burst else "; Ctrl-C stops"),
+        err=True,
+    )
+    try:
+        worker_class([queue], connection=connection, name=name).work(
+            burst=burst, logging_level="INFO", with_scheduler=False
+        )
+    finally:
+        configure_worker(None)
+        connection.close()

@@ -1,0 +1,102 @@
+"""One error shape per surface: JSON for API and file URLs, an HTML page for browsers.
+
+Every error, ours or Werkzeug's (404 route, 405, 413), goes through here, so no client ever
+sees Flask's default HTML error page on ``/api-ext``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, g, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException
+
+from pps.platform.errors import PpsError, ServiceUnavailable
+from pps.platform.http_headers import request_id_from
+from pps.platform.outages import OUTAGES, outage_message
+
+log = logging.getLogger("pps")
+
+_JSON_PREFIXES = ("/api-ext", "/files/", "/openapi.json")
+_PLAIN_MESSAGES = {
+    400: "The request could not be understood.",
+    404: "There is nothing at this address.",
+    405: "This method is not allowed here.",
+    413: "The request body is too large.",
+    415: "Send the body as application/json or application/x-www-form-urlencoded.",
+}
+
+
+def request_id() -> str:
+    """The id shown on error pages and sent as X-Request-ID; taken from nginx when sane."""
+    rid = g.get("request_id")
+    if rid is None:
+        rid = request_id_from(request.headers.get("X-Request-ID"))
+        g.request_id = rid
+    return str(rid)
+
+
+def wants_json() -> bool:
+    return request.path.startswith(_JSON_PREFIXES)
+
+
+def error_response(error: PpsError) -> Response:
+    """Render ``error`` as JSON or as a page, whichever the current request expects."""
+    rid = request_id()
+    if wants_json():
+        response = jsonify(error.body())
+    else:
+        response = Response(
+            render_template(
+                "error.html", status=error.status, message=error.message, request_id=rid
+            ),
+            mimetype="text/html",
+        )
+    response.status_code = error.status
+    for name, value in error.headers.items():
+        response.headers[name] = value
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _from_http_exception(exc: HTTPException) -> PpsError:
+    status = exc.code or 500
+    error = PpsError(_PLAIN_MESSAGES.get(status) or exc.description or exc.name)
+    error.status = status
+    valid_methods = getattr(exc, "valid_methods", None)
+    if status == 405 and valid_methods:
+        error.headers["Allow"] = ", ".join(valid_methods)
+    return error
+
+
+def http_error_response(exc: HTTPException) -> Response:
+    """Werkzeug's errors (404 route, 405, 413, ...) in pps's shape; flask-smorest's Api
+    answers its HTTP errors through this too."""
+    return error_response(_from_http_exception(exc))
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(PpsError)
+    def _pps_error(error: PpsError) -> Response:
+        return error_response(error)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Any:
+        return http_error_response(exc)
+
+    def _outage(exc: Exception) -> Response:
+        message = outage_message(exc)
+        if message is None:
+            return _unexpected(exc)
+        log.error("backing service unavailable (request %s): %r", request_id(), exc)
+        return error_response(ServiceUnavailable(message))
+
+    for outage in OUTAGES:
+        app.register_error_handler(outage, _outage)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        log.exception("unhandled error (request %s)", request_id())
+        error = PpsError(f"Internal error; quote request id {request_id()} when reporting it.")
+        return error_response(error)
