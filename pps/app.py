@@ -69,7 +69,9 @@ def register_api(app: Flask) -> None:
     from pps.files.api import files_api
     from pps.processing import api as processing  # noqa: F401
     from pps.templates import api as templates  # noqa: F401
+    from pps.uploads import api as uploads  # noqa: F401
     from pps.users import api as users  # noqa: F401
+    from pps.vdata import api as vdata  # noqa: F401
     from pps.web.openapi import api_of
 
     api = api_of(app)

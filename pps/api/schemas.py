@@ -205,15 +205,20 @@ def effective_values(record: Draft) -> dict[str, Any]:
     return {**record.api_default_values, **record.values}
 
 
-def filled_count(record: Draft) -> int:
-    return sum(1 for value in effective_values(record).values() if value not in (None, ""))
+def personalization_amount(record: Draft) -> int:
+    """Records the print file holds: the rows of variable data, 1 without any."""
+    return max(1, record.record_count)
 
 
 class PersonalizationsOut(Output):
     amount = fields.Function(
-        filled_count,
+        personalization_amount,
         required=True,
-        metadata={"type": "integer", "description": "Filled DataKey values."},
+        metadata={
+            "type": "integer",
+            "description": "Personalizations (records) in the print file: the number of "
+            "variable-data rows, 1 without variable data.",
+        },
     )
 
 

@@ -35,6 +35,7 @@ from pps.files.rendering import (
     render_draft_file,
     rendered_draft_pdf,
     template_preview_file,
+    variable_rows,
 )
 from pps.platform.errors import Forbidden, MethodNotAllowed, NotFound, PpsError, ValidationFailed
 from pps.platform.models import DraftRef
@@ -206,6 +207,7 @@ def _render_for_draft(ref: DraftRef, kind: str, label: str) -> StoredFile:
             width=width,
             height=height,
             policy=_policy(draft.client_identifier),
+            records=variable_rows(draft, svc.variable_data.stream),
         ),
         what=f"{label} of draft {draft.draft_hash}",
     )

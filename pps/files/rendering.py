@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from io import BytesIO
 from typing import TypeVar, cast
@@ -53,6 +53,7 @@ from pps.render import (
 )
 from pps.render.assets import MAX_ASSET_BYTES, check_relative_name
 from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
+from pps.render.pdf import render_records_pdf
 
 _T = TypeVar("_T")
 
@@ -176,6 +177,19 @@ def draft_values(draft: Draft) -> dict[str, object]:
     return {**draft.api_default_values, **draft.values}
 
 
+#: The rows of variable data of a draft, in order, read lazily (see ``variable_rows``).
+Records = Callable[[], Iterable[Mapping[str, object]]]
+
+
+def variable_rows(
+    draft: Draft, stream: Callable[[str], Iterable[Mapping[str, object]]]
+) -> Records | None:
+    """The draft's rows for :func:`render_draft_file` (None without variable data)."""
+    if draft.record_count <= 0:
+        return None
+    return lambda: stream(draft.draft_hash)
+
+
 def rendered_draft_pdf(
     storage: FileStorage, draft: Draft | DraftRef, kind: str
 ) -> StoredFile | None:
@@ -198,8 +212,13 @@ def render_draft_file(
     height: int | None = None,
     spec: TemplateSpec | None = None,
     policy: RenderPolicy = _DEFAULT_POLICY,
+    records: Records | None = None,
 ) -> StoredFile:
     """The stored file of ``kind`` for the draft's current version, rendered if not yet there.
+
+    With ``records`` (variable data), the print PDF holds every page once per record, in
+    order, each record drawn with the draft's values overlaid by its row, streamed into
+    one document; the proof and images show the first record.
 
     ``page`` (counted from 0), ``width`` and ``height`` apply to ``image``, whose size
     follows ``policy.steps`` when given. The key holds
@@ -224,10 +243,17 @@ def render_draft_file(
         nonlocal spec
         spec = spec or template_spec(template)
         assets = StorageAssets(storage, client, template.identifier, max_pixels=policy.max_pixels)
+        base = draft_values(draft)
+        if records is not None and kind == "print":
+            out = BytesIO()
+            render_records_pdf(spec, ({**base, **row} for row in records()), assets, out)
+            return out.getvalue()
+        if records is not None:
+            base = {**base, **next(iter(records()), {})}
         body, _ = render_file(
             cast(Kind, kind),
             spec,
-            draft_values(draft),
+            base,
             assets,
             page=page,
             width=width,

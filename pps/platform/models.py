@@ -70,6 +70,8 @@ class Draft:
     version: int
     created_at: datetime
     updated_at: datetime
+    #: Rows of variable data; 0 without (``personalizations.amount`` is at least 1).
+    record_count: int = 0
 
 
 @dataclass(frozen=True)

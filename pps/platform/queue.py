@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from pps.platform.repository import Repository
 from pps.platform.repository.processing import ProcessingStore
+from pps.platform.repository.variable_data import SqlVariableDataStore
 from pps.platform.settings import Settings, load_settings
 from pps.platform.storage import FileStorage
 
@@ -144,6 +145,9 @@ class JobServices(Protocol):
 
     @property
     def processings(self) -> ProcessingStore: ...
+
+    @property
+    def variable_data(self) -> SqlVariableDataStore: ...
 
 
 class WorkerServices(JobServices, Protocol):

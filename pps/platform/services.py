@@ -14,6 +14,8 @@ from pps.platform.queue import JobQueue, open_job_queue
 from pps.platform.repository import Repository
 from pps.platform.repository.processing import ProcessingStore, SqlProcessingStore
 from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.uploads import SqlUploadStore
+from pps.platform.repository.variable_data import SqlVariableDataStore
 from pps.platform.settings import Settings
 from pps.platform.storage import FileStorage, open_storage
 
@@ -86,9 +88,14 @@ class Services:
     job_runner: JobRunner
     clients: ClientCache = field(init=False)
     jobs: JobQueue = field(init=False)
+    uploads: SqlUploadStore = field(init=False)
+    variable_data: SqlVariableDataStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.clients = ClientCache(self.repository, self.settings.client_cache_ttl)
+        engine = self.repository.engine  # type: ignore[attr-defined]  # SqlRepository's
+        self.uploads = SqlUploadStore(engine)
+        self.variable_data = SqlVariableDataStore(engine)
         self.jobs = open_job_queue(self.settings, self._run_processing)
 
     def _run_processing(self, client: str, processing_id: str) -> object:

@@ -43,6 +43,8 @@ class Settings:
     renders_per_minute: int = 600
     redis_timeout: float = 2.0
     database_timeout: float = 3.0
+    max_upload_bytes: int = 20 * 1024 * 1024
+    max_variable_rows: int = 10_000
 
     @property
     def secure_cookies(self) -> bool:
@@ -64,6 +66,8 @@ _INT_SETTINGS = {
     "max_body_bytes": "PPS_MAX_BODY_BYTES",
     "max_image_pixels": "PPS_MAX_IMAGE_PIXELS",
     "renders_per_minute": "PPS_RENDERS_PER_MINUTE",
+    "max_upload_bytes": "PPS_MAX_UPLOAD_BYTES",
+    "max_variable_rows": "PPS_MAX_VARIABLE_ROWS",
 }
 _FLOAT_SETTINGS = {
     "notify_timeout": "PPS_NOTIFY_TIMEOUT",
@@ -147,7 +151,14 @@ def load_settings(
             raise SettingsError(f"unknown setting {key!r}")
         values[key] = value
     settings = Settings(**values)
-    for attr in ("file_link_ttl", "nonce_ttl", "max_body_bytes", "max_image_pixels"):
+    for attr in (
+        "file_link_ttl",
+        "nonce_ttl",
+        "max_body_bytes",
+        "max_image_pixels",
+        "max_upload_bytes",
+        "max_variable_rows",
+    ):
         if getattr(settings, attr) < 1:
             raise SettingsError(f"{attr} must be at least 1, got {getattr(settings, attr)}")
     if settings.worker_mode not in WORKER_MODES:

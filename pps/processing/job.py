@@ -69,13 +69,15 @@ def run_in_process(services: JobServices, client: str, processing_id: str) -> ob
 
 def job_from_services(services: JobServices) -> ProcessingJob:
     """A :class:`ProcessingJob` rendering with ``services``' storage and settings."""
-    from pps.files.rendering import render_draft_file
+    from pps.files.rendering import render_draft_file, variable_rows
 
     settings: Settings = services.settings
     storage = services.storage
+    rows = services.variable_data
 
     def render(draft: Draft, template: Template) -> StoredFile:
-        return render_draft_file(storage, draft, template, "print")
+        records = variable_rows(draft, rows.stream)
+        return render_draft_file(storage, draft, template, "print", records=records)
 
     def notifier(processing: Processing) -> Notifier:
         return open_notifier(

@@ -12,6 +12,7 @@ import math
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 import zxingcpp
 from reportlab.graphics.barcode import qrencoder
@@ -333,7 +334,5 @@ def qr_matrix(text: str, level: str) -> QrMatrix:
         raise _Refused(Code.VALUE_QR_TOO_LONG, bytes=len(data.data), level=level) from None
     image = code.to_image(scale=1, add_quiet_zones=False)
     rows, cols = image.shape
-    pixels = bytes(image)  # 8-bit grey, row by row: 0 is a dark module
-    return tuple(
-        tuple(pixels[row * cols + col] == 0 for col in range(cols)) for row in range(rows)
-    )
+    pixels = bytes(memoryview(cast(Any, image)))  # 8-bit grey, row by row: 0 is dark
+    return tuple(tuple(pixels[row * cols + col] == 0 for col in range(cols)) for row in range(rows))

@@ -92,6 +92,8 @@ drafts = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # Rows of variable data (in variable_rows); 0 without variable data.
+    sa.Column("record_count", sa.Integer, nullable=False, server_default="0"),
     sa.ForeignKeyConstraint(
         ["client_identifier", "template_identifier"],
         ["templates.client_identifier", "templates.identifier"],
@@ -136,4 +138,38 @@ processing_drafts = sa.Table(
     sa.Column("message", sa.Text, nullable=True),
     sa.Column("file_key", sa.String(500), nullable=True),
     sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+# -- uploaded files and variable data (pps.platform.repository.uploads / .variable_data) ----------
+
+uploads = sa.Table(
+    "uploads",
+    metadata,
+    sa.Column("identifier", sa.String(64), primary_key=True),
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("storage_key", sa.String(500), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+variable_rows = sa.Table(
+    "variable_rows",
+    metadata,
+    sa.Column(
+        "draft_hash",
+        sa.String(64),
+        sa.ForeignKey("drafts.draft_hash", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    # Counted from 0, without gaps: the order of the records in the print file.
+    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("values", sa.JSON, nullable=False),
 )

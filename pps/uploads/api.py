@@ -1,0 +1,70 @@
+"""``POST /api-ext/file``: a shop uploads a file to use in drafts."""
+
+from __future__ import annotations
+
+from flask import Response, jsonify
+from marshmallow import Schema, fields
+
+from pps.api import bp, current_client, resource, services
+from pps.platform.errors import ValidationFailed
+from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
+from pps.uploads.web_body import allow_upload_body, request_body, uploaded_part
+
+blp = resource("uploads", "File")
+
+
+class FileOut(Schema):
+    identifier = fields.String(
+        required=True, metadata={"description": "The file's identifier (32 characters)."}
+    )
+
+
+_MULTIPART = {
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {"file": {"type": "string", "format": "binary"}},
+            }
+        }
+    }
+}
+
+
+@blp.post("/file")
+@request_body(blp, _MULTIPART)
+@blp.response(201, FileOut)
+@blp.errors(413, 422)
+def upload_file() -> Response:
+    """Upload a file
+
+    Multipart, the file in the part `file`. Accepted: PNG, JPEG, PDF, SVG, CSV and XLSX,
+    recognised by their content (the name and Content-Type are not trusted). Images are
+    decoded completely and may have at most `PPS_MAX_IMAGE_PIXELS` pixels, PDFs must open,
+    an SVG is stored cleaned (no scripts, event handlers, styles sheets or references
+    outside the file), a CSV must be UTF-8 (or UTF-16 with a BOM), an XLSX must open.
+    At most `PPS_MAX_UPLOAD_BYTES` bytes (413 beyond). Answers `201` with
+    `{"identifier": "..."}` without a `data` wrapper, as the PHP SDK's `File::fromArray`
+    reads it. Use the identifier as `file` of `POST /api-ext/draft/{hash}/variable-data`.
+    """
+    limit = allow_upload_body()
+    name, data = uploaded_part()
+    svc = services()
+    try:
+        record = accept_upload(
+            svc.storage,
+            svc.uploads,
+            current_client().identifier,
+            name,
+            data,
+            UploadLimits(max_bytes=limit, max_pixels=svc.settings.max_image_pixels),
+        )
+    except UploadRefused as exc:
+        raise ValidationFailed(str(exc), errors={"file": [str(exc)]}) from None
+    response = jsonify({"identifier": record.identifier})
+    response.status_code = 201
+    return response
+
+
+bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource
