@@ -96,7 +96,7 @@ def test_create_draft_with_json(
     assert draft["state"] == "init"
     assert draft["apiDefaultValues"] == {"Name": "Ada", "City": "", "Zip": 1234}
     assert draft["customAttributes"] == {"orderLine": 3, "nested": {"a": [1, 2]}}
-    assert draft["personalizations"] == {"amount": 2}
+    assert draft["personalizations"] == {"amount": 1}  # records: 1 without variable data
     assert draft["variant"] == {"id": 1, "version": 1}
     assert counts(repo)["drafts"] == before["drafts"] + 1
     stored = repo.get_draft(tenant.identifier, draft["draftHash"])
@@ -111,7 +111,7 @@ def test_create_draft_with_minimal_json(api: Any, user: User, template: Template
     draft = one_draft(response, 201)
     assert draft["apiDefaultValues"] == {}
     assert draft["customAttributes"] == {}
-    assert draft["personalizations"] == {"amount": 0}
+    assert draft["personalizations"] == {"amount": 1}  # records: 1 without variable data
 
 
 def test_create_draft_with_php_style_form(api: Any, user: User, template: Template) -> None:

@@ -410,7 +410,7 @@ def test_save_moves_to_edited_and_bumps_the_version(
 
     shown = api.get(f"/api-ext/draft/{draft.draft_hash}").get_json()["data"]
     assert shown["state"] == "edited"
-    assert shown["personalizations"]["amount"] == 2  # headline and tagline; phone is empty
+    assert shown["personalizations"]["amount"] == 1  # one record: no variable data
     assert shown["variant"]["version"] == after.version
 
     page = client.get(response.headers["Location"]).get_data(as_text=True)
