@@ -48,6 +48,11 @@ ENDPOINTS = [
     ("GET", "/api-ext/template/{template}"),
     ("POST", "/api-ext/pdf-processing"),
     ("GET", "/api-ext/pdf-processing/{processing}"),
+    ("POST", "/api-ext/file"),
+    ("GET", "/api-ext/draft/{draft}/variable-data"),
+    ("POST", "/api-ext/draft/{draft}/variable-data"),
+    ("PUT", "/api-ext/draft/{draft}/variable-data"),
+    ("GET", "/api-ext/draft/{draft}/{usage}/page-info"),
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e[1]]
 #: A processing of another tenant would start a background job; the resources here do not.
@@ -76,6 +81,7 @@ def world(repo: SqlRepository, tenant: Client, other_tenant: Client) -> dict[str
         "other_template": other_template.identifier,
         "other_draft": other_draft.draft_hash,
         "processing": "0123456789abcdef0123456789abcdef",
+        "usage": "print",
     }
 
 
@@ -95,6 +101,7 @@ def valid_body(method: str, path: str, world: dict[str, str]) -> dict[str, Any] 
             "drafts": [world["draft"]],
         },
         ("POST", "/api-ext/pdf-processing"): {"draftIds": [world["draft"]]},
+        ("PUT", "/api-ext/draft/{draft}/variable-data"): {"data": []},
     }
     return bodies.get((method, path))
 
@@ -115,6 +122,7 @@ def test_the_endpoint_list_is_complete(app: Flask) -> None:
             path = re.sub(r"<[a-z_]+:([a-z_]+)>", r"<\1>", rule.rule)  # converters
             path = path.replace("<draft_hash>", "{draft}")
             path = path.replace("<processing_id>", "{processing}")
+            path = path.replace("<usage>", "{usage}")
             path = path.replace("<identifier>", "{template}" if "template" in path else "{user}")
             for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}:
                 routed.add((method, path))

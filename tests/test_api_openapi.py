@@ -8,6 +8,7 @@ have exactly the documented shape.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from conftest import ApiClient
 from flask import Flask
 from marshmallow import Schema
+from vdata_support import card_draft, card_template
 
 from pps.api import schemas
 from pps.api.blueprint import ErrorOut
@@ -90,7 +92,7 @@ def test_api_operations_are_bearer_and_list_their_statuses(
     for method, path in rules:
         operation = spec["paths"][path][method.lower()]
         where = f"{method} {path}"
-        assert set(operation["tags"]) <= {"Client", "User", "Draft", "Template", "Files"}
+        assert set(operation["tags"]) <= {"Client", "User", "Draft", "Template", "Files", "File"}
         assert operation["security"] == [{"bearer": []}], where
         statuses = set(operation["responses"])
         assert {"401", "406", "503"} <= statuses, where
@@ -286,6 +288,10 @@ def test_real_responses_match_the_documented_schemas(
     api: ApiClient, spec: dict[str, Any], app: Flask, arranged: dict[str, str]
 ) -> None:
     ids = dict(arranged)
+    # Variable data is checked against the template: a draft on a template that renders.
+    repo = app.extensions["pps"].repository
+    tenant = repo.find_client_by_api_key(api.api_key)
+    ids["card"] = card_draft(repo, tenant, card_template(repo, tenant)).draft_hash
 
     def draft_body() -> dict[str, Any]:
         return {
@@ -319,6 +325,45 @@ def test_real_responses_match_the_documented_schemas(
             "/api-ext/user/{identifier}/merge",
             "/api-ext/user/{user}/merge",
             {"json": {"source_user_identifier": ids["source"]}},
+        ),
+        (
+            "POST",
+            "/api-ext/file",
+            "/api-ext/file",
+            {
+                "data": {"file": (io.BytesIO(b"Name\nAda\n"), "names.csv")},
+                "content_type": "multipart/form-data",
+            },
+        ),
+        (
+            "POST",
+            "/api-ext/draft/{draft_hash}/variable-data",
+            "/api-ext/draft/{card}/variable-data",
+            {
+                "data": {
+                    "file": (io.BytesIO(b"Name\nAda\nGrace\n"), "names.csv"),
+                    "columnMapping": '{"name": 0}',
+                },
+                "content_type": "multipart/form-data",
+            },
+        ),
+        (
+            "PUT",
+            "/api-ext/draft/{draft_hash}/variable-data",
+            "/api-ext/draft/{card}/variable-data",
+            {"json": {"data": {"1": {"email": "grace@example.org"}}}},
+        ),
+        (
+            "GET",
+            "/api-ext/draft/{draft_hash}/variable-data",
+            "/api-ext/draft/{card}/variable-data?limit=1&offset=1",
+            {},
+        ),
+        (
+            "GET",
+            "/api-ext/draft/{draft_hash}/{usage}/page-info",
+            "/api-ext/draft/{card}/print/page-info?row=2&unit=pt",
+            {},
         ),
         ("DELETE", "/api-ext/draft/{draft_hash}", "/api-ext/draft/{draft}", {}),
         ("DELETE", "/api-ext/user/{identifier}", "/api-ext/user/{user}", {}),

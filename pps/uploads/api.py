@@ -8,7 +8,7 @@ from marshmallow import Schema, fields
 from pps.api import bp, current_client, resource, services
 from pps.platform.errors import ValidationFailed
 from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
-from pps.uploads.web_body import allow_upload_body, request_body, uploaded_part
+from pps.uploads.web_body import request_body, uploaded_part
 
 blp = resource("uploads", "File")
 
@@ -35,7 +35,7 @@ _MULTIPART = {
 @blp.post("/file")
 @request_body(blp, _MULTIPART)
 @blp.response(201, FileOut)
-@blp.errors(413, 422)
+@blp.errors(400, 413, 415, 422)
 def upload_file() -> Response:
     """Upload a file
 
@@ -48,7 +48,6 @@ def upload_file() -> Response:
     `{"identifier": "..."}` without a `data` wrapper, as the PHP SDK's `File::fromArray`
     reads it. Use the identifier as `file` of `POST /api-ext/draft/{hash}/variable-data`.
     """
-    limit = allow_upload_body()
     name, data = uploaded_part()
     svc = services()
     try:
@@ -58,7 +57,10 @@ def upload_file() -> Response:
             current_client().identifier,
             name,
             data,
-            UploadLimits(max_bytes=limit, max_pixels=svc.settings.max_image_pixels),
+            UploadLimits(
+                max_bytes=svc.settings.max_upload_bytes,
+                max_pixels=svc.settings.max_image_pixels,
+            ),
         )
     except UploadRefused as exc:
         raise ValidationFailed(str(exc), errors={"file": [str(exc)]}) from None

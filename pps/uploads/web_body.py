@@ -15,9 +15,40 @@ from flask import current_app, request
 from werkzeug.datastructures import FileStorage as UploadedPart
 
 from pps.api.blueprint import Blueprint, F
-from pps.platform.errors import PayloadTooLarge, ValidationFailed
+from pps.platform import strict_json
+from pps.platform.errors import (
+    BadRequest,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
 
-__all__ = ["allow_upload_body", "request_body", "uploaded_part"]
+__all__ = ["allow_upload_body", "json_or_form_body", "request_body", "uploaded_part"]
+
+
+def json_or_form_body() -> dict[str, Any]:
+    """A body that is not multipart, read by the rules of every other body: JSON (400 when
+    malformed, 422 when not an object, ``[]`` is ``{}``), a form, or nothing; 415 else."""
+    raw = request.get_data(cache=True)  # within PPS_MAX_BODY_BYTES: 413 beyond
+    if not raw.strip():
+        return {}
+    mimetype = request.mimetype
+    if mimetype == "application/x-www-form-urlencoded":
+        return dict(request.form.items())
+    if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise UnsupportedMediaType()
+    try:
+        data = strict_json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"The request body is not valid JSON: {exc}") from None
+    if data == []:
+        return {}
+    if not isinstance(data, dict):
+        raise ValidationFailed(
+            "The request body must be a JSON object.",
+            errors={"_body": [f"Expected a JSON object, got {type(data).__name__}."]},
+        )
+    return data
 
 
 def request_body(blp: Blueprint, body: dict[str, Any]) -> Callable[[F], F]:
@@ -43,12 +74,18 @@ def allow_upload_body() -> int:
 
 
 def uploaded_part(field: str = "file") -> tuple[str, bytes]:
-    """``(file name, bytes)`` of the multipart part ``field``; 422 when it is missing."""
+    """``(file name, bytes)`` of the multipart part ``field``; 422 when it is missing.
+
+    Only a multipart body may be as large as ``PPS_MAX_UPLOAD_BYTES``; any other body is
+    read by the ordinary rules (and limit) first, then refused for lacking the file.
+    """
     if request.mimetype != "multipart/form-data":
+        json_or_form_body()
         raise ValidationFailed(
             "Send the file as multipart/form-data.",
             errors={field: ["Send the file as a multipart/form-data part named 'file'."]},
         )
+    allow_upload_body()
     part: UploadedPart | None = request.files.get(field)
     if part is None:
         raise ValidationFailed(

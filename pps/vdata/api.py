@@ -10,16 +10,16 @@ from marshmallow import Schema, fields, validate
 from pps.api import bp, current_client, no_content, resource, services
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.platform import strict_json
-from pps.platform.errors import BadRequest, NotFound, UnsupportedMediaType, ValidationFailed
+from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft, Template
 from pps.uploads.kinds import UnknownKind, sniff
 from pps.uploads.store import UploadRefused, read_upload
-from pps.uploads.web_body import allow_upload_body, request_body, uploaded_part
+from pps.uploads.web_body import json_or_form_body, request_body, uploaded_part
 from pps.vdata.page_info import UNITS, USAGES, page_info
 from pps.vdata.service import RowsRefused, import_table, put_rows
 from pps.vdata.tabular import TableError
 
-blp = resource("variable_data", "Variable data")
+blp = resource("variable_data", "Draft")
 
 DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
 #: Rows one GET answers at most (``limit``), and without ``limit``.
@@ -131,25 +131,6 @@ def _mapping(raw: Any) -> dict[str, int | str]:
     return {str(key): value for key, value in raw.items()}
 
 
-def _json_body() -> dict[str, Any]:
-    raw = request.get_data(cache=True)
-    if not raw.strip():
-        return {}
-    if request.mimetype not in ("", "application/json") and not request.mimetype.endswith("+json"):
-        raise UnsupportedMediaType()
-    try:
-        data = strict_json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"The request body is not valid JSON: {exc}") from None
-    if data == []:
-        return {}
-    if not isinstance(data, dict):
-        raise ValidationFailed(
-            "The request body must be a JSON object.", errors={"_body": ["Expected an object."]}
-        )
-    return data
-
-
 @blp.post("/draft/<draft_hash:draft_hash>/variable-data")
 @request_body(blp, _POST_BODY)
 @blp.response(204, description="Stored; the body is empty.")
@@ -171,11 +152,10 @@ def import_rows(draft_hash: str) -> Response:
     draft, template = _draft_and_template(draft_hash)
     svc = services()
     if request.mimetype == "multipart/form-data":
-        allow_upload_body()
         _, data = uploaded_part()
         mapping = _mapping(request.form.get("columnMapping"))
     else:
-        body = _json_body()
+        body = json_or_form_body()
         identifier = body.get("file")
         mapping = _mapping(body.get("columnMapping"))
         if not isinstance(identifier, str) or not identifier:

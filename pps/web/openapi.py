@@ -22,6 +22,7 @@ TAGS = [
     {"name": "User", "description": "Users of a client; drafts belong to users."},
     {"name": "Draft", "description": "Personalizable copies of a template, one per order line."},
     {"name": "Template", "description": "Master templates: DataKeys, CustomAttributes, pages."},
+    {"name": "File", "description": "Files a shop uploads: images, PDFs, variable-data tables."},
     {
         "name": "Files",
         "description": "Print files and previews: short-lived redirects, never bytes.",
