@@ -19,6 +19,7 @@ from pps.api.schemas import (
 from pps.files.sweep import delete_draft_files
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft
+from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("drafts", "Draft")
 
@@ -64,6 +65,7 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         raise ValidationFailed(
             errors={"userIdentifier": ["The user or template no longer exists."]}
         )
+    emit(services(), client, DRAFT_CREATED, draft_payload(record))
     return {"data": record}
 
 
@@ -126,7 +128,9 @@ def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         api_default_values=data.get("apiDefaultValues"),
         custom_attributes=data.get("customAttributes"),
     )
-    return {"data": _found(record)}
+    found = _found(record)
+    emit(services(), current_client().identifier, DRAFT_UPDATED, draft_payload(found))
+    return {"data": found}
 
 
 @blp.delete("/draft/<draft_hash:draft_hash>")
@@ -158,7 +162,9 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         api_default_values=data.get("apiDefaultValues"),
         custom_attributes=data.get("customAttributes"),
     )
-    return {"data": _found(record)}
+    found = _found(record)
+    emit(services(), current_client().identifier, DRAFT_CREATED, draft_payload(found))
+    return {"data": found}
 
 
 bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource

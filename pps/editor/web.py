@@ -69,6 +69,7 @@ from pps.render.problems import Code, english
 from pps.web import bp
 from pps.web.common import services
 from pps.web.i18n import LANGUAGE_NAMES, LOCALES, Translator, normalize_locale
+from pps.webhooks.events import DRAFT_FINISHED, DRAFT_UPDATED, draft_payload, emit
 
 #: Steps this editor serves. ``embed`` (the editor framed by the shop) is not offered yet:
 #: every page here forbids framing.
@@ -382,6 +383,8 @@ def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft
     )
     if draft is None:  # deleted by the shop meanwhile
         raise NotFound("There is no such design.")
+    event = DRAFT_FINISHED if state == "finished" else DRAFT_UPDATED
+    emit(services(), ctx.client.identifier, event, draft_payload(draft))
     return draft
 
 

@@ -70,6 +70,8 @@ class Draft:
     version: int
     created_at: datetime
     updated_at: datetime
+    #: Created with ``remoteAcl: true``: the shop is asked before each action (pps.acl).
+    remote_acl: bool = False
 
 
 @dataclass(frozen=True)

@@ -207,6 +207,7 @@ def _draft(row: RowMapping) -> Draft:
         version=row["version"],
         created_at=_aware(row["created_at"]) or utcnow(),
         updated_at=_aware(row["updated_at"]) or utcnow(),
+        remote_acl=bool(row.get("remote_acl", False)),
     )
 
 

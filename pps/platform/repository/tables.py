@@ -92,6 +92,8 @@ drafts = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # remoteAcl: the shop's ACL URL is asked before each action on the draft (pps.acl).
+    sa.Column("remote_acl", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.ForeignKeyConstraint(
         ["client_identifier", "template_identifier"],
         ["templates.client_identifier", "templates.identifier"],
@@ -136,4 +138,66 @@ processing_drafts = sa.Table(
     sa.Column("message", sa.Text, nullable=True),
     sa.Column("file_key", sa.String(500), nullable=True),
     sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+# -- webhooks, remote ACL, per-client outbound settings (pps.platform.repository.integrations)
+
+client_settings = sa.Table(
+    "client_settings",
+    metadata,
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    # Signs every webhook delivery of the client (Standard Webhooks, "whsec_..." form).
+    sa.Column("webhook_secret", sa.String(200), nullable=True),
+    # Asked before actions on drafts created with remoteAcl: true.
+    sa.Column("acl_url", sa.Text, nullable=True),
+    # Host names whose private addresses the client's notifications and webhooks may reach.
+    sa.Column("allowed_hosts", sa.JSON, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+webhooks = sa.Table(
+    "webhooks",
+    metadata,
+    sa.Column("identifier", sa.String(32), primary_key=True),
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("event", sa.String(64), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    # 0 operational, 1 degraded (an attempt failed), 2 broken (a delivery was given up).
+    sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Index("ix_webhooks_client_event", "client_identifier", "event"),
+)
+
+webhook_deliveries = sa.Table(
+    "webhook_deliveries",
+    metadata,
+    # The Standard Webhooks message id ("msg_..."), the same on every retry.
+    sa.Column("identifier", sa.String(40), primary_key=True),
+    sa.Column(
+        "webhook_identifier",
+        sa.String(32),
+        sa.ForeignKey("webhooks.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("client_identifier", sa.String(64), nullable=False),
+    sa.Column("event", sa.String(64), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", Timestamp, nullable=False),
+    # Set while a dispatcher sends it; an expired lease (a dispatcher that died) frees it.
+    sa.Column("lease_until", Timestamp, nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Index("ix_webhook_deliveries_due", "next_attempt_at"),
 )
