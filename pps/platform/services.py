@@ -124,7 +124,7 @@ class Services:
         with self._dispatcher_lock:
             dispatcher, self._dispatcher = self._dispatcher, None
         if dispatcher is not None and self._dispatcher_pid == os.getpid():
-            dispatcher.close(5.0)
+            dispatcher.close(self.settings.webhook_timeout + 1.0)
         self.repository.close()
         self.ephemeral.close()
 

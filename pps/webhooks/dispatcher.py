@@ -71,6 +71,7 @@ class Dispatcher:
         self._per_client = settings.webhook_per_client
         self._in_flight: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._pool = ThreadPoolExecutor(self._limit, thread_name_prefix="pps-webhook")
@@ -87,6 +88,11 @@ class Dispatcher:
         self._wake.set()
         self._thread.join(timeout)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        # Wait for the attempts in flight (each ends within its deadline) so none touches
+        # the database after the services are closed.
+        limit = self._settings.webhook_timeout + 1.0 if timeout is None else timeout
+        with self._idle:
+            self._idle.wait_for(lambda: not any(self._in_flight.values()), limit)
 
     def in_flight(self) -> dict[str, int]:
         with self._lock:
@@ -128,8 +134,9 @@ class Dispatcher:
         except Exception:
             log.exception("webhook delivery %s failed unexpectedly", delivery.identifier)
         finally:
-            with self._lock:
+            with self._idle:
                 self._in_flight[delivery.client_identifier] -= 1
+                self._idle.notify_all()
             self._wake.set()  # a slot is free: look for more at once
 
     def _attempt(self, delivery: Delivery) -> Outcome:
