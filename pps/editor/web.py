@@ -26,6 +26,7 @@ from urllib.parse import urlencode
 
 from flask import Response, jsonify, render_template, request, session, url_for
 
+from pps.acl import remote as acl
 from pps.auth.callbacks import CALLBACK_PARAMS, editor_callbacks
 from pps.auth.web import SESSION_EDITOR, logged_in_as
 from pps.editor.csrf import check_csrf, csrf_token
@@ -367,6 +368,7 @@ def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | 
     """Save the posted form's values with ``state``; the form again with ``422`` (nothing
     saved) when they have problems."""
     ctx = _load(draft_hash)
+    acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE)
     _check_form()
     submitted = submitted_values(request.form, ctx.fields)
     values = {**ctx.shown_values, **submitted}
@@ -509,6 +511,7 @@ def _send_stored(stored: StoredFile) -> Response:
 
 def _show(draft_hash: str, step: str | None) -> Response:
     ctx = _load(draft_hash)
+    acl.guard(services(), ctx.draft, acl.EDITOR_OPEN)
     if step is None:
         remembered = ctx.entry.get("step")
         step = remembered if remembered in STEPS else DEFAULT_STEP

@@ -85,6 +85,7 @@ class DraftRef:
     client_identifier: str
     user_identifier: str
     version: int
+    remote_acl: bool = False
 
 
 DRAFT_STATES = ("init", "edited", "finished")

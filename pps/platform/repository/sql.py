@@ -83,7 +83,9 @@ _DRAFT_BY_HASH = drafts.select().where(
     drafts.c.draft_hash == sa.bindparam("draft_hash"),
     drafts.c.client_identifier == sa.bindparam("client"),
 )
-_DRAFT_REF: sa.Select[Any] = sa.select(drafts.c.user_identifier, drafts.c.version).where(
+_DRAFT_REF: sa.Select[Any] = sa.select(
+    drafts.c.user_identifier, drafts.c.version, drafts.c.remote_acl
+).where(
     drafts.c.draft_hash == sa.bindparam("draft_hash"),
     drafts.c.client_identifier == sa.bindparam("client"),
 )
@@ -536,9 +538,13 @@ class SqlRepository:
         row = self._draft_ref.first({"draft_hash": draft_hash, "client": client})
         if row is None:
             return None
-        user, version = row
+        user, version, remote_acl = row
         return DraftRef(
-            draft_hash=draft_hash, client_identifier=client, user_identifier=user, version=version
+            draft_hash=draft_hash,
+            client_identifier=client,
+            user_identifier=user,
+            version=version,
+            remote_acl=bool(remote_acl),
         )
 
     def list_drafts(
