@@ -10,6 +10,7 @@ import json
 
 import click
 from flask import current_app
+from flask.cli import with_appcontext
 
 from pps.platform.services import Services
 from pps.platform.ssrf import ForbiddenTarget, parse_target
@@ -33,6 +34,7 @@ def _known(identifier: str) -> None:
 @click.argument("identifier")
 @click.argument("url", required=False)
 @click.option("--clear", is_flag=True, help="Remove the URL: remote-ACL drafts are then denied.")
+@with_appcontext
 def client_set_acl_url(identifier: str, url: str | None, clear: bool) -> None:
     """Set the URL pps asks before actions on the client's remoteAcl drafts."""
     _known(identifier)
@@ -52,6 +54,7 @@ def client_set_acl_url(identifier: str, url: str | None, clear: bool) -> None:
 @click.argument("hosts", nargs=-1)
 @click.option("--remove", is_flag=True, help="Take the HOSTS off the list instead.")
 @click.option("--json", "as_json", is_flag=True, help="Print the resulting list as JSON.")
+@with_appcontext
 def client_allow_host(identifier: str, hosts: tuple[str, ...], remove: bool, as_json: bool) -> None:
     """Let the client's notifications and webhooks reach HOSTS on private addresses.
 
@@ -82,6 +85,7 @@ def client_allow_host(identifier: str, hosts: tuple[str, ...], remove: bool, as_
 
 @click.command("rotate-webhook-secret")
 @click.argument("identifier")
+@with_appcontext
 def client_rotate_webhook_secret(identifier: str) -> None:
     """Give the client a new webhook signing secret and print it (shown only now)."""
     _known(identifier)
