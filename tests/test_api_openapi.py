@@ -90,7 +90,14 @@ def test_api_operations_are_bearer_and_list_their_statuses(
     for method, path in rules:
         operation = spec["paths"][path][method.lower()]
         where = f"{method} {path}"
-        assert set(operation["tags"]) <= {"Client", "User", "Draft", "Template", "Files"}
+        assert set(operation["tags"]) <= {
+            "Client",
+            "User",
+            "Draft",
+            "Template",
+            "Files",
+            "Webhooks",
+        }
         assert operation["security"] == [{"bearer": []}], where
         statuses = set(operation["responses"])
         assert {"401", "406", "503"} <= statuses, where
@@ -322,6 +329,15 @@ def test_real_responses_match_the_documented_schemas(
         ),
         ("DELETE", "/api-ext/draft/{draft_hash}", "/api-ext/draft/{draft}", {}),
         ("DELETE", "/api-ext/user/{identifier}", "/api-ext/user/{user}", {}),
+        (
+            "POST",
+            "/api-ext/webhook",
+            "/api-ext/webhook",
+            {"json": {"event": "review.closed", "url": "http://127.0.0.1:9/hook"}},
+        ),
+        ("GET", "/api-ext/webhook", "/api-ext/webhook", {}),
+        ("GET", "/api-ext/webhook/{identifier}", "/api-ext/webhook/{webhook}", {}),
+        ("DELETE", "/api-ext/webhook/{identifier}", "/api-ext/webhook/{webhook}", {}),
     ]
     covered = set()
     for method, documented_path, target, kwargs in calls:
@@ -340,6 +356,8 @@ def test_real_responses_match_the_documented_schemas(
             assert_matches(spec, schema, response.get_json(), where)
         if documented_path == "/api-ext/draft" and method == "POST":
             ids["draft"] = response.get_json()["data"]["draftHash"]
+        if documented_path == "/api-ext/webhook" and method == "POST":
+            ids["webhook"] = response.get_json()["data"]["identifier"]
         covered.add((method, documented_path))
     # pdf-processing queues background jobs; its own tests check its answers.
     expected = {(m, p) for m, p in api_rules(app) if not p.startswith("/api-ext/pdf-processing")}

@@ -26,6 +26,7 @@ TAGS = [
         "name": "Files",
         "description": "Print files and previews: short-lived redirects, never bytes.",
     },
+    {"name": "Webhooks", "description": "Signed event deliveries to the shop's URLs."},
     {"name": "Auth", "description": "Browser login with a JWT signed by the shop, the editor."},
     {"name": "Docs", "description": "This reference."},
 ]

@@ -48,6 +48,12 @@ def _aware(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+def _impossible(*identifiers: str) -> bool:
+    """An identifier from a URL that cannot name a record (PostgreSQL text holds no NUL):
+    "not found", not a driver error."""
+    return any("\x00" in identifier for identifier in identifiers)
+
+
 def new_webhook_secret() -> str:
     """A Standard Webhooks secret: ``whsec_`` and 32 random bytes in base64."""
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
@@ -192,6 +198,8 @@ class SqlIntegrationStore:
         return Webhook(identifier, client, event, url, OPERATIONAL, now)
 
     def get_webhook(self, client: str, identifier: str) -> Webhook | None:
+        if _impossible(client, identifier):
+            return None
         with self.engine.connect() as conn:
             row = (
                 conn.execute(
@@ -228,6 +236,8 @@ class SqlIntegrationStore:
         return Page([_webhook(row) for row in rows], total, page, per_page)
 
     def delete_webhook(self, client: str, identifier: str) -> bool:
+        if _impossible(client, identifier):
+            return False
         with self.engine.begin() as conn:
             conn.execute(
                 webhook_deliveries.delete().where(
