@@ -51,6 +51,7 @@ from pps.files.rendering import (
     render_draft_values_image,
     template_spec,
 )
+from pps.groups.membership import shares_group
 from pps.platform.errors import NotFound, PayloadTooLarge, PpsError
 from pps.platform.http_headers import PAGE_CSP
 from pps.platform.models import DRAFT_STATES, Client, Draft, Template
@@ -253,7 +254,9 @@ def _load(draft_hash: str) -> EditorContext:
     draft = svc.repository.get_draft(client_id, draft_hash)
     if draft is None:
         raise NotFound("There is no such design.")
-    if draft.user_identifier != user_id:
+    if draft.user_identifier != user_id and not shares_group(
+        svc.repository, client_id, user_id, draft
+    ):
         raise LoginRequired()
     client = svc.clients.get(client_id)
     if client is None:  # disabled since the login
@@ -262,7 +265,7 @@ def _load(draft_hash: str) -> EditorContext:
     spec = None
     if template is not None:
         try:
-            spec = template_spec(template)
+            spec = template_spec(template, draft.variant_identifier)
         except TemplateNotRenderable:
             spec = None
     fields = editor_fields(template, spec, draft)
