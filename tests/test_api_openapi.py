@@ -90,7 +90,15 @@ def test_api_operations_are_bearer_and_list_their_statuses(
     for method, path in rules:
         operation = spec["paths"][path][method.lower()]
         where = f"{method} {path}"
-        assert set(operation["tags"]) <= {"Client", "User", "Draft", "Template", "Files"}
+        assert set(operation["tags"]) <= {
+            "Client",
+            "User",
+            "Draft",
+            "Template",
+            "Files",
+            "Variant",
+            "UserGroup",
+        }
         assert operation["security"] == [{"bearer": []}], where
         statuses = set(operation["responses"])
         assert {"401", "406", "503"} <= statuses, where
@@ -314,6 +322,10 @@ def test_real_responses_match_the_documented_schemas(
         ("GET", "/api-ext/template", "/api-ext/template", {}),
         ("GET", "/api-ext/template", "/api-ext/template?page=1&per_page=5", {}),
         ("GET", "/api-ext/template/{identifier}", "/api-ext/template/{template}", {}),
+        ("GET", "/api-ext/variant", "/api-ext/variant?page=1&per_page=50", {}),
+        ("GET", "/api-ext/theme", "/api-ext/theme", {}),
+        ("POST", "/api-ext/user-group", "/api-ext/user-group", {}),
+        ("GET", "/api-ext/user-group/{identifier}", "/api-ext/user-group/{group}", {}),
         (
             "POST",
             "/api-ext/user/{identifier}/merge",
@@ -340,6 +352,8 @@ def test_real_responses_match_the_documented_schemas(
             assert_matches(spec, schema, response.get_json(), where)
         if documented_path == "/api-ext/draft" and method == "POST":
             ids["draft"] = response.get_json()["data"]["draftHash"]
+        if documented_path == "/api-ext/user-group" and method == "POST":
+            ids["group"] = response.get_json()["data"]["identifier"]
         covered.add((method, documented_path))
     # pdf-processing queues background jobs; its own tests check its answers.
     expected = {(m, p) for m, p in api_rules(app) if not p.startswith("/api-ext/pdf-processing")}

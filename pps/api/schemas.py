@@ -151,7 +151,7 @@ class DraftCreateInput(VariantOptions):
     customAttributes = JsonObjectField(load_default=dict, allow_none=True, validate=_attributes)
 
 
-class DraftUpdateInput(Input):
+class DraftValuesInput(Input):
     """A field sent as null is left as it is, like a field not sent."""
 
     apiDefaultValues = JsonObjectField(
@@ -160,7 +160,7 @@ class DraftUpdateInput(Input):
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
 
-class DraftPutInput(DraftUpdateInput):
+class DraftUpdateInput(DraftValuesInput):
     """``PUT /api-ext/draft/{hash}``: values, attributes, and the draft's variant or group
     (``userGroupIdentifier`` ``""`` takes the draft out of its group)."""
 
@@ -169,7 +169,7 @@ class DraftPutInput(DraftUpdateInput):
     userGroupIdentifier = fields.String(allow_none=True, validate=validate.Length(max=64))
 
 
-class DraftReplicateInput(DraftUpdateInput):
+class DraftReplicateInput(DraftValuesInput):
     """Values for the copy, laid over the source's key by key; nothing sent: an exact copy
     (the Magento module sends GET without a body)."""
 

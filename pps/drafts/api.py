@@ -12,9 +12,9 @@ from pps.api.schemas import (
     DraftCreateInput,
     DraftList,
     DraftListArgs,
-    DraftPutInput,
     DraftReplicateInput,
     DraftResponse,
+    DraftUpdateInput,
 )
 from pps.files.sweep import delete_draft_files
 from pps.platform.errors import NotFound, ValidationFailed
@@ -146,7 +146,7 @@ def show_draft(draft_hash: str) -> dict[str, Any]:
 
 
 @blp.put("/draft/<draft_hash:draft_hash>")
-@blp.body(DraftPutInput)
+@blp.body(DraftUpdateInput)
 @blp.response(200, DraftResponse)
 @blp.errors(404)
 def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
