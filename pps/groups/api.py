@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pps.api import bp, current_client, resource, services
-from pps.groups.schemas import UserGroupResponse
+from pps.groups.schemas import UserGroupInput, UserGroupResponse
 from pps.platform.errors import NotFound
 
 blp = resource("user_groups", "UserGroup")
@@ -14,8 +14,9 @@ USER_GROUP_NOT_FOUND = "No user group with this identifier exists for this clien
 
 
 @blp.post("/user-group")
+@blp.body(UserGroupInput)
 @blp.response(201, UserGroupResponse)
-def create_user_group() -> dict[str, Any]:
+def create_user_group(data: dict[str, Any]) -> dict[str, Any]:
     """Create a user group
 
     No body. Put users in it with `userGroupIdentifier` on `POST|PUT /api-ext/user`;
