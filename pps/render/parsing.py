@@ -23,10 +23,10 @@ Any colour may be ``{"swatch": "<name>"}``, a named colour of ``swatches`` that 
 template's ``variants`` may swap, with page backgrounds (see :mod:`pps.render.variants`,
 also for ``themes``). Units and coordinates are described in :mod:`pps.render.model`.
 Old files of the first issue (name, dataKeys, customAttributes, no pages) still parse: they
-become ``pageCount`` blank pages of :data:`~pps.render.model.DEFAULT_SIZE`. Every problem is collected with its
-path (``pages[0].elements[2].box.width: must be greater than 0``) before raising, so an
-operator fixes a file in one round; with the template's folder, :mod:`pps.render.checks`
-opens the files it names too.
+become ``pageCount`` blank pages of :data:`~pps.render.model.DEFAULT_SIZE`. Every problem
+is collected with its path (``pages[0].elements[2].box.width: must be greater than 0``)
+before raising, so an operator fixes a file in one round; with the template's folder,
+:mod:`pps.render.checks` opens the files it names too.
 """
 
 from __future__ import annotations
