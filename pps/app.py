@@ -68,9 +68,11 @@ def register_api(app: Flask) -> None:
     from pps.clients import api as clients  # noqa: F401  (each nests itself in bp)
     from pps.drafts import api as drafts  # noqa: F401
     from pps.files.api import files_api
+    from pps.groups import api as groups  # noqa: F401
     from pps.processing import api as processing  # noqa: F401
     from pps.templates import api as templates  # noqa: F401
     from pps.users import api as users  # noqa: F401
+    from pps.variants import api as variants  # noqa: F401
     from pps.web.openapi import api_of
     from pps.webhooks import api as webhooks  # noqa: F401
 

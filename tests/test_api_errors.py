@@ -53,6 +53,10 @@ ENDPOINTS = [
     ("GET", "/api-ext/webhook"),
     ("GET", "/api-ext/webhook/{webhook}"),
     ("DELETE", "/api-ext/webhook/{webhook}"),
+    ("GET", "/api-ext/variant"),
+    ("GET", "/api-ext/theme"),
+    ("POST", "/api-ext/user-group"),
+    ("GET", "/api-ext/user-group/{user}"),  # any identifier but a group's: 404
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e[1]]
 #: A processing of another tenant would start a background job; the resources here do not.

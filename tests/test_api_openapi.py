@@ -97,6 +97,8 @@ def test_api_operations_are_bearer_and_list_their_statuses(
             "Template",
             "Files",
             "Webhooks",
+            "Variant",
+            "UserGroup",
         }
         assert operation["security"] == [{"bearer": []}], where
         statuses = set(operation["responses"])
@@ -321,6 +323,10 @@ def test_real_responses_match_the_documented_schemas(
         ("GET", "/api-ext/template", "/api-ext/template", {}),
         ("GET", "/api-ext/template", "/api-ext/template?page=1&per_page=5", {}),
         ("GET", "/api-ext/template/{identifier}", "/api-ext/template/{template}", {}),
+        ("GET", "/api-ext/variant", "/api-ext/variant?page=1&per_page=50", {}),
+        ("GET", "/api-ext/theme", "/api-ext/theme", {}),
+        ("POST", "/api-ext/user-group", "/api-ext/user-group", {}),
+        ("GET", "/api-ext/user-group/{identifier}", "/api-ext/user-group/{group}", {}),
         (
             "POST",
             "/api-ext/user/{identifier}/merge",
@@ -358,6 +364,8 @@ def test_real_responses_match_the_documented_schemas(
             ids["draft"] = response.get_json()["data"]["draftHash"]
         if documented_path == "/api-ext/webhook" and method == "POST":
             ids["webhook"] = response.get_json()["data"]["identifier"]
+        if documented_path == "/api-ext/user-group" and method == "POST":
+            ids["group"] = response.get_json()["data"]["identifier"]
         covered.add((method, documented_path))
     # pdf-processing queues background jobs; its own tests check its answers.
     expected = {(m, p) for m, p in api_rules(app) if not p.startswith("/api-ext/pdf-processing")}

@@ -267,3 +267,43 @@ def test_no_acl_url_denies_and_drafts_without_the_flag_are_not_asked(
         assert shop.questions == []
     finally:
         shop.close()
+
+
+def test_a_group_member_is_asked_about_as_themself(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    """A member of the draft's user group may edit it (pps.groups); the shop is asked about
+    the member who acts, not the draft's owner, and a denial stops the member too."""
+    services, client, draft = setup
+    repository = services.repository
+    group = repository.create_user_group(client.identifier)
+    repository.update_draft(
+        client.identifier, draft.draft_hash, user_group_identifier=group.identifier
+    )
+    member = repository.create_user(client.identifier, {"user_group_identifier": group.identifier})
+    assert member.user_group_identifier == group.identifier
+    shop = Shop(allow={"draft.editor.open"})
+    try:
+        services.integrations.set_acl_url(client.identifier, shop.url)
+        browser = acl_app.test_client()
+        claims = {"client": client.identifier, "user": member.identifier, "iat": time.time()}
+        response = browser.get("/auth", query_string={"jwt": sign(client.api_key, claims, True)})
+        assert response.status_code in (200, 302), response.get_data(as_text=True)
+        page = browser.get(f"/editor/{draft.draft_hash}/edit")
+        assert page.status_code == 200
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+        assert token is not None
+        saved = browser.post(
+            f"/editor/{draft.draft_hash}/edit",
+            data={"csrf_token": token.group(1), "v:name": "Member"},
+        )
+        assert saved.status_code == 403
+        assert repository.get_draft(client.identifier, draft.draft_hash).values == {}
+        assert [
+            (q["actions"][0]["action"], q["actions"][0]["userIdentifier"]) for q in shop.questions
+        ] == [
+            ("draft.editor.open", member.identifier),
+            ("draft.save", member.identifier),
+        ]
+    finally:
+        shop.close()

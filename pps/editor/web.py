@@ -52,6 +52,7 @@ from pps.files.rendering import (
     render_draft_values_image,
     template_spec,
 )
+from pps.groups.membership import shares_group
 from pps.platform.errors import NotFound, PayloadTooLarge, PpsError
 from pps.platform.http_headers import PAGE_CSP
 from pps.platform.models import DRAFT_STATES, Client, Draft, Template
@@ -235,6 +236,8 @@ def editor_page_image(draft_hash: str, page: int) -> Response:
 @dataclass
 class EditorContext:
     client: Client
+    #: The logged-in user: the draft's own or a member of its user group.
+    user: str
     draft: Draft
     template: Template | None
     spec: TemplateSpec | None
@@ -255,7 +258,9 @@ def _load(draft_hash: str) -> EditorContext:
     draft = svc.repository.get_draft(client_id, draft_hash)
     if draft is None:
         raise NotFound("There is no such design.")
-    if draft.user_identifier != user_id:
+    if draft.user_identifier != user_id and not shares_group(
+        svc.repository, client_id, user_id, draft
+    ):
         raise LoginRequired()
     client = svc.clients.get(client_id)
     if client is None:  # disabled since the login
@@ -264,7 +269,7 @@ def _load(draft_hash: str) -> EditorContext:
     spec = None
     if template is not None:
         try:
-            spec = template_spec(template)
+            spec = template_spec(template, draft.variant_identifier)
         except TemplateNotRenderable:
             spec = None
     fields = editor_fields(template, spec, draft)
@@ -282,6 +287,7 @@ def _load(draft_hash: str) -> EditorContext:
     )
     return EditorContext(
         client=client,
+        user=user_id,
         draft=draft,
         template=template,
         spec=spec,
@@ -368,7 +374,7 @@ def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | 
     """Save the posted form's values with ``state``; the form again with ``422`` (nothing
     saved) when they have problems."""
     ctx = _load(draft_hash)
-    acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE)
+    acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE, ctx.user)
     _check_form()
     submitted = submitted_values(request.form, ctx.fields)
     values = {**ctx.shown_values, **submitted}
@@ -418,7 +424,7 @@ def _renders_as_saved(draft: Draft, values: dict[str, str]) -> bool:
 
 def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
     _check_form()
-    client, user = ctx.client.identifier, ctx.draft.user_identifier
+    client, user = ctx.client.identifier, ctx.user
     # Per login, over all its drafts and pages: one window per second.
     second = int(time.time())
     if services().ephemeral.count(f"pps:preview:{client}:{user}:{second}", 2) > (
@@ -511,7 +517,7 @@ def _send_stored(stored: StoredFile) -> Response:
 
 def _show(draft_hash: str, step: str | None) -> Response:
     ctx = _load(draft_hash)
-    acl.guard(services(), ctx.draft, acl.EDITOR_OPEN)
+    acl.guard(services(), ctx.draft, acl.EDITOR_OPEN, ctx.user)
     if step is None:
         remembered = ctx.entry.get("step")
         step = remembered if remembered in STEPS else DEFAULT_STEP

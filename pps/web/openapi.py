@@ -22,6 +22,8 @@ TAGS = [
     {"name": "User", "description": "Users of a client; drafts belong to users."},
     {"name": "Draft", "description": "Personalizable copies of a template, one per order line."},
     {"name": "Template", "description": "Master templates: DataKeys, CustomAttributes, pages."},
+    {"name": "Variant", "description": "Variants and themes: the looks templates offer."},
+    {"name": "UserGroup", "description": "Groups of users that share their drafts."},
     {
         "name": "Files",
         "description": "Print files and previews: short-lived redirects, never bytes.",

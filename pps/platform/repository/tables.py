@@ -28,6 +28,22 @@ clients = sa.Table(
     sa.Column("disabled_at", Timestamp, nullable=True),
 )
 
+# -- user groups (pps.groups) ---------------------------------------------------------------
+
+user_groups = sa.Table(
+    "user_groups",
+    metadata,
+    sa.Column("identifier", sa.String(64), primary_key=True),
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
 users = sa.Table(
     "users",
     metadata,
@@ -48,6 +64,12 @@ users = sa.Table(
     sa.Column("custom_attributes", sa.JSON, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Column(
+        "user_group_identifier",
+        sa.String(64),
+        sa.ForeignKey("user_groups.identifier", ondelete="SET NULL"),
+        nullable=True,
+    ),
 )
 
 templates = sa.Table(
@@ -94,6 +116,19 @@ drafts = sa.Table(
     sa.Column("updated_at", Timestamp, nullable=False),
     # remoteAcl: the shop's ACL URL is asked before each action on the draft (pps.acl).
     sa.Column("remote_acl", sa.Boolean, nullable=False, server_default=sa.false()),
+    # pps.groups and pps.variants (migration 0004)
+    sa.Column(
+        "user_group_identifier",
+        sa.String(64),
+        sa.ForeignKey("user_groups.identifier", ondelete="SET NULL"),
+        nullable=True,
+        index=True,
+    ),
+    sa.Column("variant_id", sa.Integer, nullable=True),
+    sa.Column("variant_identifier", sa.String(64), nullable=True),
+    sa.Column("variant_version", sa.Integer, nullable=True),
+    sa.Column("available_variants", sa.JSON, nullable=True),
+    sa.Column("theme", sa.String(64), nullable=True),
     sa.ForeignKeyConstraint(
         ["client_identifier", "template_identifier"],
         ["templates.client_identifier", "templates.identifier"],

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
-down_revision = "0002"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
