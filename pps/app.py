@@ -47,8 +47,9 @@ def register_settings(app: Flask, settings: Settings) -> None:
 def register_services(app: Flask, settings: Settings) -> None:
     from pps.platform.services import build_services
     from pps.processing.job import run_in_process
+    from pps.webhooks.dispatcher import start_dispatcher
 
-    app.extensions["pps"] = build_services(settings, run_in_process)
+    app.extensions["pps"] = build_services(settings, run_in_process, start_dispatcher)
 
 
 def register_blueprints(app: Flask) -> None:
@@ -67,12 +68,15 @@ def register_api(app: Flask) -> None:
     from pps.clients import api as clients  # noqa: F401  (each nests itself in bp)
     from pps.drafts import api as drafts  # noqa: F401
     from pps.files.api import files_api
+    from pps.groups import api as groups  # noqa: F401
     from pps.processing import api as processing  # noqa: F401
     from pps.templates import api as templates  # noqa: F401
     from pps.uploads import api as uploads  # noqa: F401
     from pps.users import api as users  # noqa: F401
+    from pps.variants import api as variants  # noqa: F401
     from pps.vdata import api as vdata  # noqa: F401
     from pps.web.openapi import api_of
+    from pps.webhooks import api as webhooks  # noqa: F401
 
     api = api_of(app)
     app.url_map.converters["draft_hash"] = DraftHashConverter

@@ -47,8 +47,13 @@ def assert_draft(draft: dict[str, Any]) -> dict[str, Any]:
     assert draft["state"] in ("init", "edited", "finished")
     assert isinstance(draft["personalizations"]["amount"], int)
     assert set(draft["personalizations"]) == {"amount"}
-    assert set(draft["variant"]) == {"id", "version"}
-    assert all(isinstance(v, int) for v in draft["variant"].values())
+    # The SDK's Variant of a draft: {id: int|null, identifier: string, version: int|null}.
+    assert set(draft["variant"]) == {"id", "identifier", "version"}
+    assert isinstance(draft["variant"]["identifier"], str)
+    assert all(
+        draft["variant"][key] is None or type(draft["variant"][key]) is int
+        for key in ("id", "version")
+    )
     assert isinstance(draft["apiDefaultValues"], dict)
     assert isinstance(draft["customAttributes"], dict)
     assert draft["validationResults"] == []
@@ -97,7 +102,9 @@ def test_create_draft_with_json(
     assert draft["apiDefaultValues"] == {"Name": "Ada", "City": "", "Zip": 1234}
     assert draft["customAttributes"] == {"orderLine": 3, "nested": {"a": [1, 2]}}
     assert draft["personalizations"] == {"amount": 1}  # records: 1 without variable data
-    assert draft["variant"] == {"id": 1, "version": 1}
+    # No variant chosen: the SDK's fixture for "no variant" (printformer-php-sdk,
+    # tests/Client/Draft/ClientTest.php), with the identifier as a string.
+    assert draft["variant"] == {"id": None, "identifier": "", "version": None}
     assert counts(repo)["drafts"] == before["drafts"] + 1
     stored = repo.get_draft(tenant.identifier, draft["draftHash"])
     assert stored is not None and stored.user_identifier == user.identifier
@@ -250,7 +257,8 @@ def test_update_draft_replaces_only_what_is_sent(
     )
     assert draft["apiDefaultValues"] == {"City": "X"}
     assert draft["customAttributes"] == {"o": "1"}
-    assert draft["variant"]["version"] == stored.version + 1
+    after = repo.get_draft(tenant.identifier, stored.draft_hash)
+    assert after is not None and after.version == stored.version + 1
 
     draft = one_draft(
         api.put(f"/api-ext/draft/{stored.draft_hash}", data={"customAttributes[o]": "2"})

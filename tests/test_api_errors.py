@@ -26,6 +26,7 @@ from conftest import ApiClient
 from flask import Flask
 
 from pps.platform.models import Client
+from pps.platform.repository.integrations import SqlIntegrationStore
 from pps.platform.repository.sql import SqlRepository
 
 #: Every endpoint of the api blueprint, as (method, path with {placeholders}).
@@ -53,6 +54,14 @@ ENDPOINTS = [
     ("POST", "/api-ext/draft/{draft}/variable-data"),
     ("PUT", "/api-ext/draft/{draft}/variable-data"),
     ("GET", "/api-ext/draft/{draft}/{usage}/page-info"),
+    ("POST", "/api-ext/webhook"),
+    ("GET", "/api-ext/webhook"),
+    ("GET", "/api-ext/webhook/{webhook}"),
+    ("DELETE", "/api-ext/webhook/{webhook}"),
+    ("GET", "/api-ext/variant"),
+    ("GET", "/api-ext/theme"),
+    ("POST", "/api-ext/user-group"),
+    ("GET", "/api-ext/user-group/{user}"),  # any identifier but a group's: 404
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e[1]]
 #: A processing of another tenant would start a background job; the resources here do not.
@@ -72,7 +81,16 @@ def world(repo: SqlRepository, tenant: Client, other_tenant: Client) -> dict[str
     other_user = make_user(repo, other_tenant, first_name="Theirs")
     other_template = make_template(repo, other_tenant, "TPLtheir")
     other_draft = make_draft(repo, other_tenant, other_user, other_template)
+    # Subscribed to an event these tests never cause, so nothing is delivered.
+    webhook = SqlIntegrationStore(repo.engine).create_webhook(
+        tenant.identifier, "review.closed", "http://127.0.0.1:9/hook"
+    )
+    other_webhook = SqlIntegrationStore(repo.engine).create_webhook(
+        other_tenant.identifier, "review.closed", "http://127.0.0.1:9/hook"
+    )
     return {
+        "webhook": webhook.identifier,
+        "other_webhook": other_webhook.identifier,
         "user": user.identifier,
         "source": source.identifier,
         "template": template.identifier,
@@ -102,6 +120,7 @@ def valid_body(method: str, path: str, world: dict[str, str]) -> dict[str, Any] 
         },
         ("POST", "/api-ext/pdf-processing"): {"draftIds": [world["draft"]]},
         ("PUT", "/api-ext/draft/{draft}/variable-data"): {"data": []},
+        ("POST", "/api-ext/webhook"): {"event": "review.closed", "url": "http://127.0.0.1:9/"},
     }
     return bodies.get((method, path))
 
@@ -123,7 +142,8 @@ def test_the_endpoint_list_is_complete(app: Flask) -> None:
             path = path.replace("<draft_hash>", "{draft}")
             path = path.replace("<processing_id>", "{processing}")
             path = path.replace("<usage>", "{usage}")
-            path = path.replace("<identifier>", "{template}" if "template" in path else "{user}")
+            kind = next((k for k in ("template", "webhook") if k in path), "user")
+            path = path.replace("<identifier>", f"{{{kind}}}")
             for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}:
                 routed.add((method, path))
     assert routed == set(ENDPOINTS)
@@ -414,7 +434,15 @@ def test_unknown_identifiers_are_404(
     method, path = endpoint
     before = snapshot(repo)
     for unknown in UNKNOWN_IDS:
-        target = url(path, world, user=unknown, draft=unknown, template=unknown, processing=unknown)
+        target = url(
+            path,
+            world,
+            user=unknown,
+            draft=unknown,
+            template=unknown,
+            processing=unknown,
+            webhook=unknown,
+        )
         response = api.request(method, target, json=valid_body(method, path, world))
         assert_error(response, 404)
     assert snapshot(repo) == before
@@ -435,6 +463,7 @@ def test_other_tenants_identifiers_are_404(
         user=world["other_user"],
         draft=world["other_draft"],
         template=world["other_template"],
+        webhook=world["other_webhook"],
     )
     response = api.request(method, target, json=valid_body(method, path, world))
     assert_error(response, 404)

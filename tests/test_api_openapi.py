@@ -92,7 +92,17 @@ def test_api_operations_are_bearer_and_list_their_statuses(
     for method, path in rules:
         operation = spec["paths"][path][method.lower()]
         where = f"{method} {path}"
-        assert set(operation["tags"]) <= {"Client", "User", "Draft", "Template", "Files", "File"}
+        assert set(operation["tags"]) <= {
+            "Client",
+            "User",
+            "Draft",
+            "Template",
+            "Files",
+            "Webhooks",
+            "Variant",
+            "UserGroup",
+            "File",
+        }
         assert operation["security"] == [{"bearer": []}], where
         statuses = set(operation["responses"])
         assert {"401", "406", "503"} <= statuses, where
@@ -320,6 +330,10 @@ def test_real_responses_match_the_documented_schemas(
         ("GET", "/api-ext/template", "/api-ext/template", {}),
         ("GET", "/api-ext/template", "/api-ext/template?page=1&per_page=5", {}),
         ("GET", "/api-ext/template/{identifier}", "/api-ext/template/{template}", {}),
+        ("GET", "/api-ext/variant", "/api-ext/variant?page=1&per_page=50", {}),
+        ("GET", "/api-ext/theme", "/api-ext/theme", {}),
+        ("POST", "/api-ext/user-group", "/api-ext/user-group", {}),
+        ("GET", "/api-ext/user-group/{identifier}", "/api-ext/user-group/{group}", {}),
         (
             "POST",
             "/api-ext/user/{identifier}/merge",
@@ -367,6 +381,15 @@ def test_real_responses_match_the_documented_schemas(
         ),
         ("DELETE", "/api-ext/draft/{draft_hash}", "/api-ext/draft/{draft}", {}),
         ("DELETE", "/api-ext/user/{identifier}", "/api-ext/user/{user}", {}),
+        (
+            "POST",
+            "/api-ext/webhook",
+            "/api-ext/webhook",
+            {"json": {"event": "review.closed", "url": "http://127.0.0.1:9/hook"}},
+        ),
+        ("GET", "/api-ext/webhook", "/api-ext/webhook", {}),
+        ("GET", "/api-ext/webhook/{identifier}", "/api-ext/webhook/{webhook}", {}),
+        ("DELETE", "/api-ext/webhook/{identifier}", "/api-ext/webhook/{webhook}", {}),
     ]
     covered = set()
     for method, documented_path, target, kwargs in calls:
@@ -385,6 +408,10 @@ def test_real_responses_match_the_documented_schemas(
             assert_matches(spec, schema, response.get_json(), where)
         if documented_path == "/api-ext/draft" and method == "POST":
             ids["draft"] = response.get_json()["data"]["draftHash"]
+        if documented_path == "/api-ext/webhook" and method == "POST":
+            ids["webhook"] = response.get_json()["data"]["identifier"]
+        if documented_path == "/api-ext/user-group" and method == "POST":
+            ids["group"] = response.get_json()["data"]["identifier"]
         covered.add((method, documented_path))
     # pdf-processing queues background jobs; its own tests check its answers.
     expected = {(m, p) for m, p in api_rules(app) if not p.startswith("/api-ext/pdf-processing")}

@@ -19,6 +19,8 @@ from pps.api.schemas import (
 from pps.files.sweep import delete_draft_files
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft
+from pps.variants.options import check_group, new_draft_options, variant_change
+from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("drafts", "Draft")
 
@@ -42,14 +44,28 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
     `apiDefaultValues` (DataKey to value) pre-fills the draft in the editor. The user
     identifier may be sent as `userIdentifier` or `user_identifier`. A user or template
     that is not the client's is a 422 naming the field.
+
+    `userGroupIdentifier` puts the draft in a user group (default: its user's group).
+    `variant` (a variant's `id` or `identifier`, see the template's `variants`) picks the
+    look it renders with, `version` must be that variant's version; `theme` offers only
+    that theme's variants and `availableVariants` narrows the offer (the editor and
+    `PUT` stay within it; with an offer and no `variant` the first offered is chosen);
+    each of `availableVariantVersions` must be a version of an offered variant. An
+    unknown variant, theme or version is a 422 naming it.
     """
     client = current_client().identifier
     repository = services().repository
     errors: dict[str, list[str]] = {}
-    if repository.get_user(client, data["userIdentifier"]) is None:
+    user = repository.get_user(client, data["userIdentifier"])
+    if user is None:
         errors["userIdentifier"] = ["No user with this identifier exists for this client."]
-    if repository.get_template(client, data["templateIdentifier"]) is None:
+    template = repository.get_template(client, data["templateIdentifier"])
+    if template is None:
         errors["templateIdentifier"] = ["No template with this identifier exists for this client."]
+    try:
+        options = new_draft_options(repository, client, user, template, data)
+    except ValidationFailed as exc:
+        errors.update(exc.errors)
     if errors:
         raise ValidationFailed(errors=errors)
     record = repository.create_draft(
@@ -59,11 +75,16 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         intent=data["intent"],
         api_default_values=data["apiDefaultValues"] or {},
         custom_attributes=data["customAttributes"] or {},
+        user_group_identifier=options.user_group_identifier,
+        variant=options.choice.variant,
+        available_variants=options.choice.available,
+        theme=options.choice.theme,
     )
     if record is None:  # the user or template vanished between the checks and the insert
         raise ValidationFailed(
             errors={"userIdentifier": ["The user or template no longer exists."]}
         )
+    emit(services(), client, DRAFT_CREATED, draft_payload(record))
     return {"data": record}
 
 
@@ -71,12 +92,16 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
 @blp.query(DraftListArgs)
 @blp.response(200, DraftList)
 def list_drafts(args: dict[str, Any]) -> dict[str, Any]:
-    """List the client's drafts"""
+    """List the client's drafts
+
+    `userIdentifier` lists one user's drafts, `userGroupIdentifier` a user group's.
+    """
     page = services().repository.list_drafts(
         current_client().identifier,
         args["page"],
         args["perPage"],
         user_identifier=args["userIdentifier"] or None,
+        user_group_identifier=args["userGroupIdentifier"] or None,
     )
     return {"data": page.items, "meta": page}
 
@@ -89,10 +114,21 @@ def claim_drafts(data: dict[str, Any]) -> Response:
     """Give drafts to a user
 
     Answers `{"<draftHash>": true|false}` without a wrapper: true when the draft was (with
-    `dryRun`: would be) claimed. Nothing changes with `dryRun`.
+    `dryRun`: would be) claimed. Nothing changes with `dryRun`. With
+    `userGroupIdentifier` only that group's drafts are claimed, and the user must be a
+    member of the group (422 otherwise).
     """
-    result = services().repository.claim_drafts(
-        current_client().identifier, data["userIdentifier"], data["drafts"], data["dryRun"]
+    client = current_client().identifier
+    repository = services().repository
+    group = check_group(repository, client, data["userGroupIdentifier"])
+    if group is not None:
+        member = repository.get_user(client, data["userIdentifier"])
+        if member is not None and member.user_group_identifier != group:
+            raise ValidationFailed(
+                errors={"userIdentifier": ["The user is not a member of this user group."]}
+            )
+    result = repository.claim_drafts(
+        client, data["userIdentifier"], data["drafts"], data["dryRun"], user_group_identifier=group
     )
     if result is None:
         raise ValidationFailed(
@@ -116,17 +152,32 @@ def show_draft(draft_hash: str) -> dict[str, Any]:
 @blp.response(200, DraftResponse)
 @blp.errors(404)
 def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
-    """Update a draft's apiDefaultValues or customAttributes
+    """Update a draft's apiDefaultValues, customAttributes, variant or user group
 
     Each object sent replaces the stored one; fields not sent stay as they are.
+    `variant` (an `id` or `identifier`, within the variants offered to the draft) and
+    `version` change its look: its files are rendered anew. `userGroupIdentifier` moves
+    it to another group of the client, `""` takes it out of its group.
     """
-    record = services().repository.update_draft(
-        current_client().identifier,
+    client = current_client().identifier
+    repository = services().repository
+    draft = _found(repository.get_draft(client, draft_hash))
+    group = data.get("userGroupIdentifier")
+    if group:
+        check_group(repository, client, group)
+    template = repository.get_template(client, draft.template_identifier)
+    change = variant_change(template, draft, data.get("variant"), data.get("version"))
+    record = repository.update_draft(
+        client,
         draft_hash,
         api_default_values=data.get("apiDefaultValues"),
         custom_attributes=data.get("customAttributes"),
+        variant=None if change is None else change.variant,
+        user_group_identifier=group,
     )
-    return {"data": _found(record)}
+    found = _found(record)
+    emit(services(), current_client().identifier, DRAFT_UPDATED, draft_payload(found))
+    return {"data": found}
 
 
 @blp.delete("/draft/<draft_hash:draft_hash>")
@@ -158,7 +209,9 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         api_default_values=data.get("apiDefaultValues"),
         custom_attributes=data.get("customAttributes"),
     )
-    return {"data": _found(record)}
+    found = _found(record)
+    emit(services(), current_client().identifier, DRAFT_CREATED, draft_payload(found))
+    return {"data": found}
 
 
 bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource

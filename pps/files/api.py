@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from flask import Response, request
 
+from pps.acl import remote as acl
 from pps.api.blueprint import Blueprint, F
 from pps.auth.access import CheckedToken, check_token
 from pps.files.image_sizes import IMAGE_STEPS
@@ -175,6 +176,7 @@ def draft_file(draft_hash: str, kind: str) -> Response:
     checked = _checked_token()
     svc = services()
     draft = owned_draft(svc, checked, draft_hash)
+    acl.guard(svc, draft, acl.FILES_FETCH, checked.token.user)
     stored = rendered_draft_pdf(svc.storage, draft, kind) or _render_for_draft(
         draft, kind, file_kind.label
     )

@@ -152,11 +152,12 @@ class StorageAssets:
         return data
 
 
-def template_spec(template: Template) -> TemplateSpec:
+def template_spec(template: Template, variant: str | None = None) -> TemplateSpec:
     """The stored template as a :class:`TemplateSpec`; :class:`TemplateNotRenderable` if bad.
 
-    Files are not opened here: the import checked them, and rendering reports a missing
-    one as an :class:`AssetError`.
+    ``variant`` resolves it for one of its variants (a draft's); None: the template's own
+    look. Files are not opened here: the import checked them, and rendering reports a
+    missing one as an :class:`AssetError`.
     """
     document = dict(template.spec)
     # Rows created without a file (tests, early imports) may lack these; the row has them.
@@ -165,7 +166,7 @@ def template_spec(template: Template) -> TemplateSpec:
         document.setdefault("pageCount", template.page_count)
         document.setdefault("dataKeys", list(template.data_keys))
     try:
-        return parse_spec(document)
+        return parse_spec(document, variant=variant)
     except SpecError as exc:
         raise TemplateNotRenderable(
             f"template {template.identifier!r} cannot be rendered: {exc}"
@@ -197,7 +198,13 @@ def rendered_draft_pdf(
     already; its key needs only the draft, so a cached file is found without the template."""
     if kind == "image" or kind not in DRAFT_FILE_KINDS:
         return None
-    key = draft_file_key(draft.client_identifier, draft.draft_hash, draft.version, kind)
+    key = draft_file_key(
+        draft.client_identifier,
+        draft.draft_hash,
+        draft.version,
+        kind,
+        variant=draft.variant_identifier,
+    )
     return storage.stat(key)
 
 
@@ -233,15 +240,23 @@ def render_draft_file(
     client = draft.client_identifier
     size: tuple[int, int] | None = None
     if kind == "image":
-        spec = spec or template_spec(template)
+        spec = spec or template_spec(template, draft.variant_identifier)
         _check_page(spec, page)
         width, height = _stepped_request(spec, width, height, policy)
         size = image_size(spec, width, height)
-    key = draft_file_key(client, draft.draft_hash, draft.version, kind, page=page, size=size)
+    key = draft_file_key(
+        client,
+        draft.draft_hash,
+        draft.version,
+        kind,
+        page=page,
+        size=size,
+        variant=draft.variant_identifier,
+    )
 
     def make() -> bytes:
         nonlocal spec
-        spec = spec or template_spec(template)
+        spec = spec or template_spec(template, draft.variant_identifier)
         assets = StorageAssets(storage, client, template.identifier, max_pixels=policy.max_pixels)
         base = draft_values(draft)
         if records is not None and kind == "print":
@@ -284,7 +299,13 @@ def render_draft_values_image(
     size = image_size(spec, width, None)
     digest = cache_key("image", spec, values, page=page, width=width)[:16]
     key = draft_values_image_key(
-        draft.client_identifier, draft.draft_hash, draft.version, page, size, digest
+        draft.client_identifier,
+        draft.draft_hash,
+        draft.version,
+        page,
+        size,
+        digest,
+        variant=draft.variant_identifier,
     )
 
     def make() -> bytes:

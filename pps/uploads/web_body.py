@@ -15,6 +15,7 @@ from flask import current_app, request
 from werkzeug.datastructures import FileStorage as UploadedPart
 
 from pps.api.blueprint import Blueprint, F
+from pps.api.parser import check_storable, php_form, urlencoded_pairs
 from pps.platform import strict_json
 from pps.platform.errors import (
     BadRequest,
@@ -34,7 +35,10 @@ def json_or_form_body() -> dict[str, Any]:
         return {}
     mimetype = request.mimetype
     if mimetype == "application/x-www-form-urlencoded":
-        return dict(request.form.items())
+        # Strictly UTF-8, PHP's a[]= and a[k]= as for every other form body (400, 422).
+        form = php_form(urlencoded_pairs(raw))
+        check_storable(form)
+        return form
     if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise UnsupportedMediaType()
     try:
@@ -48,6 +52,7 @@ def json_or_form_body() -> dict[str, Any]:
             "The request body must be a JSON object.",
             errors={"_body": [f"Expected a JSON object, got {type(data).__name__}."]},
         )
+    check_storable(data)  # lone surrogates, NUL, depth: 422 as for every other body
     return data
 
 

@@ -18,6 +18,7 @@ from pps.uploads.web_body import json_or_form_body, request_body, uploaded_part
 from pps.vdata.page_info import UNITS, USAGES, page_info
 from pps.vdata.service import RowsRefused, import_table, put_rows
 from pps.vdata.tabular import TableError
+from pps.webhooks.events import DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("variable_data", "Draft")
 
@@ -25,6 +26,15 @@ DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
 #: Rows one GET answers at most (``limit``), and without ``limit``.
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 25
+
+
+def _announce_update(draft_hash: str) -> None:
+    """The ``draft.updated`` webhook event: its records (and version) changed."""
+    svc = services()
+    client = current_client().identifier
+    draft = svc.repository.get_draft(client, draft_hash)
+    if draft is not None:
+        emit(svc, client, DRAFT_UPDATED, draft_payload(draft))
 
 
 def _draft_and_template(draft_hash: str) -> tuple[Draft, Template]:
@@ -185,6 +195,7 @@ def import_rows(draft_hash: str) -> Response:
         raise ValidationFailed(str(exc), errors=exc.errors) from None
     except TemplateNotRenderable as exc:
         raise ValidationFailed(str(exc), errors={"template": [str(exc)]}) from None
+    _announce_update(draft_hash)
     return no_content()
 
 
@@ -229,6 +240,7 @@ def replace_rows(data: dict[str, Any], draft_hash: str) -> Response:
     if not done:
         message = "data names a row index the draft does not have; send a list to replace rows."
         raise ValidationFailed(message, errors={"data": [message]})
+    _announce_update(draft_hash)
     return no_content()
 
 
@@ -288,7 +300,7 @@ def draft_page_info(args: dict[str, Any], draft_hash: str, usage: str) -> dict[s
             errors={"row": [f"Must be from 1 to {amount}."]},
         )
     try:
-        spec = template_spec(template)
+        spec = template_spec(template, draft.variant_identifier)  # the pages it renders
     except TemplateNotRenderable as exc:
         raise ValidationFailed(str(exc), errors={"template": [str(exc)]}) from None
     return {"data": page_info(spec, usage, args["unit"])}

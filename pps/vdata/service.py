@@ -36,7 +36,7 @@ def _check(
     labels: Mapping[str, str] | None = None,
     first_row: int = 1,
 ) -> None:
-    spec = template_spec(template)
+    spec = template_spec(template, draft.variant_identifier)  # what the records render with
     assets = StorageAssets(
         svc.storage, draft.client_identifier, template.identifier,
         max_pixels=svc.settings.max_image_pixels,
@@ -59,7 +59,9 @@ def import_table(
     Raises :class:`TableError` (file or mapping) or :class:`RowsRefused`.
     """
     table = read_table(kind, data, svc.settings.max_variable_rows)
-    columns = resolve_mapping(mapping, table.header, template_spec(template).data_keys)
+    columns = resolve_mapping(
+        mapping, table.header, template_spec(template, draft.variant_identifier).data_keys
+    )
     rows = rows_from_table(table, columns)
     _check(svc, draft, template, rows, {key: label for key, (_, label) in columns.items()})
     svc.variable_data.replace(draft.client_identifier, draft.draft_hash, rows)

@@ -1,7 +1,7 @@
 """uploaded files, variable-data rows and a draft's number of them
 
 Revision ID: 0005
-Revises: 0002
+Revises: 0004
 Create Date: 2026-11-24 10:30:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0005"
-down_revision = "0002"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
