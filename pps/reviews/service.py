@@ -164,8 +164,8 @@ class Reviews:
         return review
 
     def add_user(self, client: str, review_id: str, user: str) -> Review:
+        review = self.get(client, review_id)  # 404 first: another client's review
         self._check_user(client, user)
-        review = self.get(client, review_id)
         if review.reviewer(user) is None and len(review.reviewers) >= MAX_REVIEWERS:
             raise ValidationFailed(
                 errors={"userIdentifier": [f"A review has at most {MAX_REVIEWERS} reviewers."]}
@@ -173,6 +173,7 @@ class Reviews:
         return self._change(client, review_id, lambda r: model.add_reviewer(r, user, now=utcnow()))
 
     def delete_user(self, client: str, review_id: str, user: str) -> Review:
+        self.get(client, review_id)  # 404 first: another client's review
         self._check_user(client, user)
         return self._change(
             client, review_id, lambda r: model.remove_reviewer(r, user, now=utcnow())
