@@ -48,17 +48,27 @@ ENDPOINTS = [
     ("GET", "/api-ext/template/{template}"),
     ("POST", "/api-ext/pdf-processing"),
     ("GET", "/api-ext/pdf-processing/{processing}"),
+    ("POST", "/api-ext/review"),
+    ("POST", "/api-ext/review/{review}/add-user"),
+    ("POST", "/api-ext/review/{review}/delete-user"),
+    ("POST", "/api-ext/review/{review}/close-review"),
+    ("POST", "/api-ext/review/{review}/create-review-pdf"),
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e[1]]
 #: A processing of another tenant would start a background job; the resources here do not.
 OF_OTHER_TENANT = [e for e in WITH_ID if "{processing}" not in e[1]]
-#: Endpoints that read a body. Replicate takes none (the Magento module even sends GET).
-WITH_BODY = [e for e in ENDPOINTS if e[0] in ("POST", "PUT") and not e[1].endswith("/replicate")]
+#: Endpoints that read a body. Replicate takes none (the Magento module even sends GET), nor
+#: does close-review (the PHP SDK sends none).
+WITH_BODY = [
+    e
+    for e in ENDPOINTS
+    if e[0] in ("POST", "PUT") and not e[1].endswith(("/replicate", "/close-review"))
+]
 POST_OR_PUT = [e for e in ENDPOINTS if e[0] in ("POST", "PUT")]
 
 
 @pytest.fixture
-def world(repo: SqlRepository, tenant: Client, other_tenant: Client) -> dict[str, str]:
+def world(app: Flask, repo: SqlRepository, tenant: Client, other_tenant: Client) -> dict[str, str]:
     """Identifiers of the caller's records and of another tenant's."""
     user = make_user(repo, tenant, first_name="Mine")
     source = make_user(repo, tenant, first_name="Also mine")
@@ -67,6 +77,17 @@ def world(repo: SqlRepository, tenant: Client, other_tenant: Client) -> dict[str
     other_user = make_user(repo, other_tenant, first_name="Theirs")
     other_template = make_template(repo, other_tenant, "TPLtheir")
     other_draft = make_draft(repo, other_tenant, other_user, other_template)
+    reviews = app.extensions["pps.reviews"]
+    review, other_review = (
+        reviews.create(
+            owner.identifier,
+            draft_id=on.draft_hash,
+            users=[by.identifier],
+            close_callback_url=None,
+            remote_acl=False,
+        )
+        for owner, on, by in ((tenant, draft, user), (other_tenant, other_draft, other_user))
+    )
     return {
         "user": user.identifier,
         "source": source.identifier,
@@ -76,6 +97,8 @@ def world(repo: SqlRepository, tenant: Client, other_tenant: Client) -> dict[str
         "other_template": other_template.identifier,
         "other_draft": other_draft.draft_hash,
         "processing": "0123456789abcdef0123456789abcdef",
+        "review": review.review_id,
+        "other_review": other_review.review_id,
     }
 
 
@@ -95,6 +118,14 @@ def valid_body(method: str, path: str, world: dict[str, str]) -> dict[str, Any] 
             "drafts": [world["draft"]],
         },
         ("POST", "/api-ext/pdf-processing"): {"draftIds": [world["draft"]]},
+        ("POST", "/api-ext/review"): {
+            "draftId": world["draft"],
+            "user": [world["user"]],
+            "closeCallbackURL": "",
+        },
+        ("POST", "/api-ext/review/{review}/add-user"): {"userIdentifier": world["user"]},
+        ("POST", "/api-ext/review/{review}/delete-user"): {"userIdentifier": world["user"]},
+        ("POST", "/api-ext/review/{review}/create-review-pdf"): {"notifyCallbackURL": ""},
     }
     return bodies.get((method, path))
 
@@ -115,6 +146,7 @@ def test_the_endpoint_list_is_complete(app: Flask) -> None:
             path = re.sub(r"<[a-z_]+:([a-z_]+)>", r"<\1>", rule.rule)  # converters
             path = path.replace("<draft_hash>", "{draft}")
             path = path.replace("<processing_id>", "{processing}")
+            path = path.replace("<review_id>", "{review}")
             path = path.replace("<identifier>", "{template}" if "template" in path else "{user}")
             for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}:
                 routed.add((method, path))
@@ -406,7 +438,15 @@ def test_unknown_identifiers_are_404(
     method, path = endpoint
     before = snapshot(repo)
     for unknown in UNKNOWN_IDS:
-        target = url(path, world, user=unknown, draft=unknown, template=unknown, processing=unknown)
+        target = url(
+            path,
+            world,
+            user=unknown,
+            draft=unknown,
+            template=unknown,
+            processing=unknown,
+            review=unknown,
+        )
         response = api.request(method, target, json=valid_body(method, path, world))
         assert_error(response, 404)
     assert snapshot(repo) == before
@@ -427,6 +467,7 @@ def test_other_tenants_identifiers_are_404(
         user=world["other_user"],
         draft=world["other_draft"],
         template=world["other_template"],
+        review=world["other_review"],
     )
     response = api.request(method, target, json=valid_body(method, path, world))
     assert_error(response, 404)
@@ -670,6 +711,9 @@ def test_garbage_bodies_never_cause_a_500(
         response = api.request(method, url(path, world), data=body, headers=headers)
         where = f"{method} {path}: {response.status_code} {response.get_data()[:300]!r}"
         assert response.status_code < 500, where
+        if response.status_code == 204:  # the review calls that answer an empty body
+            assert response.get_data() == b"", where
+            continue
         assert response.mimetype == "application/json", where
         payload = response.get_json()
         if response.status_code >= 400:

@@ -26,6 +26,7 @@ TAGS = [
         "name": "Files",
         "description": "Print files and previews: short-lived redirects, never bytes.",
     },
+    {"name": "Review", "description": "Proof approval: users of the client approve a draft."},
     {"name": "Auth", "description": "Browser login with a JWT signed by the shop, the editor."},
     {"name": "Docs", "description": "This reference."},
 ]
