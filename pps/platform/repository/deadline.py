@@ -21,7 +21,8 @@ and later closes its own): libpq's blocked wait sees end-of-file at once (measur
 1 ms), psycopg raises ``OperationalError`` and marks the connection broken, and SQLAlchemy
 invalidates it and the pool as on any disconnect. The request answers 503
 (:mod:`pps.platform.outages`); the next one connects afresh, which succeeds again as soon
-as the server runs. A COMMIT cut off this way is in doubt, as after any lost connection.
+as the server runs. A COMMIT cut off this way is in doubt, as after any lost connection
+(measured: the stopped server applied it once continued).
 
 Cost on the hot path: arming and disarming take the watchdog's lock twice and push one heap
 entry; disarmed entries are dropped when their time comes, and the thread wakes at most
