@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from pps.platform import ids
 from pps.platform.models import Client, Draft, DraftRef, JsonObject, Template, User
-from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page
+from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page, deadline
 from pps.platform.repository.lookups import PointLookup, readers_for
 from pps.platform.repository.tables import clients, drafts, templates, users
 
@@ -100,6 +100,13 @@ def server_timeouts(timeout: float) -> dict[str, Any]:
     and ``pool_pre_ping`` replaces connections that a restart closed without a failed
     request. Failures surface as SQLAlchemy's ``OperationalError``/``TimeoutError``,
     which the web layer answers with 503.
+
+    The server enforces its statement timeout only while it runs; a server whose every
+    process stopped would leave the client waiting. The client's own deadlines
+    (:mod:`pps.platform.repository.deadline`, set in :func:`create_engine`) close the
+    connection after five sixths of ``timeout`` for a statement (after the server's own
+    timeout would have answered) and after a third for the pool's pre-ping (leaving two
+    thirds for connecting afresh).
     """
     connect = max(2, math.ceil(timeout * 2 / 3))
     statement_ms = max(1, round(timeout * 2000 / 3))
@@ -135,7 +142,10 @@ def create_engine(url: str, *, timeout: float | None = None) -> Engine:
         return engine
     if timeout is None:
         return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
-    return sa.create_engine(url, pool_size=5, max_overflow=10, **server_timeouts(timeout))
+    engine = sa.create_engine(url, pool_size=5, max_overflow=10, **server_timeouts(timeout))
+    if engine.dialect.driver == "psycopg":
+        deadline.guard(engine, limit=timeout * 5 / 6, ping_limit=timeout / 3)
+    return engine
 
 
 def upgrade_database(url: str, revision: str = "head") -> None:
