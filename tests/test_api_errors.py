@@ -256,10 +256,8 @@ WRONG_TYPES = [
     ("POST", "/api-ext/user", {"locale": "not a locale"}, "locale"),
     ("PUT", "/api-ext/user/{user}", {"email": 5}, "email"),
     ("PUT", "/api-ext/user/{user}", {"customAttributes": "x"}, "customAttributes"),
-    ("POST", "/api-ext/user/{user}/merge", {"source_user_identifier": 5}, "sourceUserIdentifier"),
+    ("POST", "/api-ext/user/{user}/merge", {"source_user_identifier": 5}, "source_user_identifier"),
     ("POST", "/api-ext/draft", {"apiDefaultValues": [1]}, "apiDefaultValues"),
-    ("POST", "/api-ext/draft", {"apiDefaultValues": {"a": {"b": 1}}}, "apiDefaultValues"),
-    ("POST", "/api-ext/draft", {"apiDefaultValues": {"a": True}}, "apiDefaultValues"),
     ("POST", "/api-ext/draft", {"customAttributes": "x"}, "customAttributes"),
     ("POST", "/api-ext/draft", {"intent": "sell"}, "intent"),
     ("POST", "/api-ext/draft", {"templateIdentifier": 5}, "templateIdentifier"),
@@ -310,10 +308,10 @@ def test_too_many_values_are_422(
         ("page=abc", "page"),
         ("page=0", "page"),
         ("page=-1", "page"),
-        ("per_page=1000", "perPage"),
-        ("per_page=0", "perPage"),
-        ("per_page=x", "perPage"),
-        ("perPage=101", "perPage"),
+        ("per_page=1001", "per_page"),
+        ("per_page=0", "per_page"),
+        ("per_page=x", "per_page"),
+        ("perPage=1001", "perPage"),
     ],
 )
 @pytest.mark.parametrize("path", ["/api-ext/draft", "/api-ext/template"])
@@ -472,7 +470,7 @@ def test_claim_for_another_tenants_user_is_422(
         "/api-ext/draft/claim",
         json={"user_identifier": world["other_user"], "drafts": [world["draft"]]},
     )
-    assert_error(response, 422, "userIdentifier")
+    assert_error(response, 422, "user_identifier")  # named as sent (issue 13)
     assert snapshot(repo) == before
 
 
