@@ -27,6 +27,11 @@ TAGS = [
         "description": "Print files and previews: short-lived redirects, never bytes.",
     },
     {"name": "Auth", "description": "Browser login with a JWT signed by the shop, the editor."},
+    {
+        "name": "Not offered",
+        "description": "Calls of the reference's clients that pps does not offer: each "
+        "answers `403` (`FeatureNotEnabledException` in the PHP SDK) naming the feature.",
+    },
     {"name": "Docs", "description": "This reference."},
 ]
 
