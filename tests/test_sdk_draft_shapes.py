@@ -162,6 +162,24 @@ def test_unsupported_options_at_their_defaults_are_accepted(
     assert_sdk_draft(response.get_json()["data"])
 
 
+def test_options_sent_as_a_php_form(api: Any, user: User, template: Template) -> None:
+    """``http_build_query`` writes false as ``0`` and true as ``1`` (the editor demo posts
+    forms): defaults pass, a flag is stored, a real value is refused."""
+    form = {
+        "user_identifier": user.identifier,
+        "templateIdentifier": template.identifier,
+        "pagePlanner": "0",
+        "pageFillColor": "",
+        "locked": "1",
+    }
+    response = api.post("/api-ext/draft", data=form)
+    assert response.status_code == 201, response.get_data()
+    assert response.get_json()["data"]["locked"] is True
+    form.pop("pageFillColor")
+    response = api.post("/api-ext/draft", data={**form, "page_fill_color": "#ff0000"})
+    assert set(assert_error(response, 422)["errors"]) == {"page_fill_color"}
+
+
 def test_options_are_stored_updated_and_copied(api: Any, user: User, template: Template) -> None:
     body = {**minimal_builder_body(user, template), "locked": True, "disablePreflight": True}
     body["remoteAcl"] = True

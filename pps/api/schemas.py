@@ -149,7 +149,9 @@ def changes_nothing(value: Any) -> bool:
         return all(changes_nothing(item) for item in value.values())
     if isinstance(value, list):
         return all(changes_nothing(item) for item in value)
-    return value is None or value is False or value == "" or value == 0
+    if isinstance(value, str):  # forms send PHP's false as "0" (http_build_query)
+        return value.strip().lower() in ("", "0", "false")
+    return value is None or value is False or value == 0
 
 
 class DraftOptionsInput(Input):
