@@ -70,6 +70,7 @@ def register_api(app: Flask) -> None:
     modules nest themselves when imported: ``api.<resource>.<view>``), and the file endpoints
     (a JWT in the query instead of the bearer key) beside it."""
     from pps.api import DraftHashConverter, bp, draft_hash_schema
+    from pps.api.not_offered import not_offered_tokens
     from pps.clients import api as clients  # noqa: F401  (each nests itself in bp)
     from pps.drafts import api as drafts  # noqa: F401
     from pps.files.api import files_api
@@ -85,6 +86,7 @@ def register_api(app: Flask) -> None:
     api.register_blueprint(bp)
     api.register_blueprint(files_api)
     api.register_blueprint(review_files)
+    api.register_blueprint(not_offered_tokens)
 
 
 def register_web(app: Flask) -> None:

@@ -142,7 +142,8 @@ def test_the_endpoint_list_is_complete(app: Flask) -> None:
     """A new /api-ext endpoint must be added to ENDPOINTS, so every test here covers it."""
     routed = set()
     for rule in app.url_map.iter_rules():
-        if rule.endpoint.startswith("api."):
+        # The calls not offered answer 403 to everything; tests/test_not_offered.py has them.
+        if rule.endpoint.startswith("api.") and not rule.endpoint.startswith("api.not_offered."):
             path = re.sub(r"<[a-z_]+:([a-z_]+)>", r"<\1>", rule.rule)  # converters
             path = path.replace("<draft_hash>", "{draft}")
             path = path.replace("<processing_id>", "{processing}")
@@ -288,10 +289,8 @@ WRONG_TYPES = [
     ("POST", "/api-ext/user", {"locale": "not a locale"}, "locale"),
     ("PUT", "/api-ext/user/{user}", {"email": 5}, "email"),
     ("PUT", "/api-ext/user/{user}", {"customAttributes": "x"}, "customAttributes"),
-    ("POST", "/api-ext/user/{user}/merge", {"source_user_identifier": 5}, "sourceUserIdentifier"),
+    ("POST", "/api-ext/user/{user}/merge", {"source_user_identifier": 5}, "source_user_identifier"),
     ("POST", "/api-ext/draft", {"apiDefaultValues": [1]}, "apiDefaultValues"),
-    ("POST", "/api-ext/draft", {"apiDefaultValues": {"a": {"b": 1}}}, "apiDefaultValues"),
-    ("POST", "/api-ext/draft", {"apiDefaultValues": {"a": True}}, "apiDefaultValues"),
     ("POST", "/api-ext/draft", {"customAttributes": "x"}, "customAttributes"),
     ("POST", "/api-ext/draft", {"intent": "sell"}, "intent"),
     ("POST", "/api-ext/draft", {"templateIdentifier": 5}, "templateIdentifier"),
@@ -342,10 +341,10 @@ def test_too_many_values_are_422(
         ("page=abc", "page"),
         ("page=0", "page"),
         ("page=-1", "page"),
-        ("per_page=1000", "perPage"),
-        ("per_page=0", "perPage"),
-        ("per_page=x", "perPage"),
-        ("perPage=101", "perPage"),
+        ("per_page=1001", "per_page"),
+        ("per_page=0", "per_page"),
+        ("per_page=x", "per_page"),
+        ("perPage=1001", "perPage"),
     ],
 )
 @pytest.mark.parametrize("path", ["/api-ext/draft", "/api-ext/template"])
@@ -513,7 +512,7 @@ def test_claim_for_another_tenants_user_is_422(
         "/api-ext/draft/claim",
         json={"user_identifier": world["other_user"], "drafts": [world["draft"]]},
     )
-    assert_error(response, 422, "userIdentifier")
+    assert_error(response, 422, "user_identifier")  # named as sent (issue 13)
     assert snapshot(repo) == before
 
 

@@ -15,6 +15,7 @@ from pps.api.schemas import (
     DraftReplicateInput,
     DraftResponse,
     DraftUpdateInput,
+    draft_flags,
 )
 from pps.files.sweep import delete_draft_files
 from pps.platform.errors import NotFound, ValidationFailed
@@ -42,6 +43,12 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
     `apiDefaultValues` (DataKey to value) pre-fills the draft in the editor. The user
     identifier may be sent as `userIdentifier` or `user_identifier`. A user or template
     that is not the client's is a 422 naming the field.
+
+    Every option of the PHP SDK's `DraftBuilder` is accepted: `locked`, `disablePreflight`
+    and `remoteAcl` are stored; an option pps does not support (`feedIdentifier`,
+    `pagePlanner`, `pageDimensions`, `bleedAdditions`, `pageFillColor`, ...) is a 422
+    naming it when its value would change the draft, and accepted when it is a default
+    (null, false, 0, empty).
     """
     client = current_client().identifier
     repository = services().repository
@@ -59,6 +66,7 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         intent=data["intent"],
         api_default_values=data["apiDefaultValues"] or {},
         custom_attributes=data["customAttributes"] or {},
+        flags=draft_flags(data),
     )
     if record is None:  # the user or template vanished between the checks and the insert
         raise ValidationFailed(
@@ -116,15 +124,18 @@ def show_draft(draft_hash: str) -> dict[str, Any]:
 @blp.response(200, DraftResponse)
 @blp.errors(404)
 def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
-    """Update a draft's apiDefaultValues or customAttributes
+    """Update a draft's apiDefaultValues, customAttributes or options
 
-    Each object sent replaces the stored one; fields not sent stay as they are.
+    Each object sent replaces the stored one; fields not sent stay as they are. A locked
+    draft can be updated: the lock keeps the customer's editor read-only, not the shop
+    (send `locked: false` to lift it). Options as on create.
     """
     record = services().repository.update_draft(
         current_client().identifier,
         draft_hash,
         api_default_values=data.get("apiDefaultValues"),
         custom_attributes=data.get("customAttributes"),
+        flags=draft_flags(data),
     )
     return {"data": _found(record)}
 
@@ -150,13 +161,16 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
 
     A new draft (new hash) with the same template, user and values. `apiDefaultValues` and
     `customAttributes` sent are laid over the source's, key by key. GET is accepted too, as
-    the Magento module sends it.
+    the Magento module sends it. The copy keeps `disablePreflight` and `remoteAcl` and
+    starts unlocked; options sent override these. `draftParameter` and `pagePlanner` are
+    accepted when they change nothing (null, false, empty), else a 422 naming them.
     """
     record = services().repository.replicate_draft(
         current_client().identifier,
         draft_hash,
         api_default_values=data.get("apiDefaultValues"),
         custom_attributes=data.get("customAttributes"),
+        flags=draft_flags(data),
     )
     return {"data": _found(record)}
 

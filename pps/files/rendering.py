@@ -53,6 +53,7 @@ from pps.render import (
 )
 from pps.render.assets import MAX_ASSET_BYTES, check_relative_name
 from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
+from pps.render.text import as_texts
 
 _T = TypeVar("_T")
 
@@ -172,8 +173,9 @@ def template_spec(template: Template) -> TemplateSpec:
 
 
 def draft_values(draft: Draft) -> dict[str, object]:
-    """The values a draft renders with: ``apiDefaultValues`` overlaid by the saved values."""
-    return {**draft.api_default_values, **draft.values}
+    """The values a draft renders with: ``apiDefaultValues`` overlaid by the saved values,
+    each as the text it prints as (shops send numbers, bools, even lists as defaults)."""
+    return dict(as_texts({**draft.api_default_values, **draft.values}))
 
 
 def rendered_draft_pdf(

@@ -70,6 +70,10 @@ class Draft:
     version: int
     created_at: datetime
     updated_at: datetime
+    # Draft options the shop sets (DRAFT_FLAGS); defaults so records built elsewhere need none.
+    locked: bool = False
+    disable_preflight: bool = False
+    remote_acl: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,3 +91,14 @@ class DraftRef:
 
 DRAFT_STATES = ("init", "edited", "finished")
 DRAFT_INTENTS = ("customize", "upload", "order")
+#: Boolean draft options stored per draft (columns of ``drafts``, fields of :class:`Draft`):
+#: ``locked`` makes the editor read-only, ``disable_preflight`` skips preflight checks,
+#: ``remote_acl`` asks the shop before each action on the draft.
+DRAFT_FLAGS = ("locked", "disable_preflight", "remote_acl")
+
+#: ``preflightStatus`` of a draft: not checked (yet, or ``disablePreflight``), checked without
+#: findings, checked with warnings only, checked with at least one error.
+PREFLIGHT_NOT_CHECKED = -1
+PREFLIGHT_OK = 0
+PREFLIGHT_WARNINGS = 1
+PREFLIGHT_ERRORS = 2

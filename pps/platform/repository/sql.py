@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from pps.platform import ids
-from pps.platform.models import Client, Draft, DraftRef, JsonObject, Template, User
+from pps.platform.models import DRAFT_FLAGS, Client, Draft, DraftRef, JsonObject, Template, User
 from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page, deadline
 from pps.platform.repository.lookups import PointLookup, readers_for
 from pps.platform.repository.tables import clients, drafts, templates, users
@@ -217,7 +217,19 @@ def _draft(row: RowMapping) -> Draft:
         version=row["version"],
         created_at=_aware(row["created_at"]) or utcnow(),
         updated_at=_aware(row["updated_at"]) or utcnow(),
+        locked=bool(row["locked"]),
+        disable_preflight=bool(row["disable_preflight"]),
+        remote_acl=bool(row["remote_acl"]),
     )
+
+
+def _flags(flags: Mapping[str, bool] | None) -> dict[str, bool]:
+    """The draft options of ``flags`` (keys of DRAFT_FLAGS); anything else is a bug."""
+    flags = dict(flags or {})
+    unknown = set(flags) - set(DRAFT_FLAGS)
+    if unknown:
+        raise ValueError(f"not draft flags: {sorted(unknown)}")
+    return {name: bool(value) for name, value in flags.items()}
 
 
 class SqlRepository:
@@ -503,6 +515,7 @@ class SqlRepository:
         intent: str,
         api_default_values: JsonObject,
         custom_attributes: JsonObject,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         if self.get_user(client, user_identifier) is None:
             return None
@@ -521,6 +534,7 @@ class SqlRepository:
             "version": 1,
             "created_at": now,
             "updated_at": now,
+            **_flags(flags),
         }
         try:
             draft_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
@@ -571,10 +585,15 @@ class SqlRepository:
         custom_attributes: JsonObject | None = None,
         values: JsonObject | None = None,
         state: str | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         if _impossible(client, draft_hash):
             return None
-        changes: dict[str, Any] = {"version": drafts.c.version + 1, "updated_at": utcnow()}
+        changes: dict[str, Any] = {
+            "version": drafts.c.version + 1,
+            "updated_at": utcnow(),
+            **_flags(flags),
+        }
         if api_default_values is not None:
             changes["api_default_values"] = dict(api_default_values)
         if custom_attributes is not None:
@@ -611,6 +630,7 @@ class SqlRepository:
         *,
         api_default_values: JsonObject | None = None,
         custom_attributes: JsonObject | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         original = self.get_draft(client, draft_hash)
         if original is None:
@@ -628,6 +648,12 @@ class SqlRepository:
             "version": 1,
             "created_at": now,
             "updated_at": now,
+            # A copy keeps how it is checked and guarded, but starts unlocked: shops copy
+            # ordered (locked) drafts so that the customer can change the copy.
+            "disable_preflight": original.disable_preflight,
+            "remote_acl": original.remote_acl,
+            "locked": False,
+            **_flags(flags),
         }
         try:
             new_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)

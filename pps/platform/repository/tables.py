@@ -92,6 +92,10 @@ drafts = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # Draft options (pps.platform.models.DRAFT_FLAGS), migration 0003.
+    sa.Column("locked", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("disable_preflight", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("remote_acl", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.ForeignKeyConstraint(
         ["client_identifier", "template_identifier"],
         ["templates.client_identifier", "templates.identifier"],
