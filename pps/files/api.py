@@ -37,7 +37,7 @@ from pps.files.rendering import (
     template_preview_file,
 )
 from pps.platform.errors import Forbidden, MethodNotAllowed, NotFound, PpsError, ValidationFailed
-from pps.platform.models import DraftRef
+from pps.platform.models import DraftRef, Template
 from pps.platform.storage import StoredFile
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
 from pps.web.common import services, token_redirect
@@ -227,16 +227,30 @@ def template_preview(template_id: str) -> Response:
     checked = _checked_token()
     svc = services()
     client = checked.client.identifier
-    template = svc.repository.get_template(client, template_id)
+    # Pages and preview key only: the spec is read when a picture must be rendered.
+    template = svc.repository.get_template_ref(client, template_id)
     if template is None:
         raise NotFound("No such template.")
     user = checked.token.user
-    if user is not None and svc.repository.get_user(client, user) is None:
+    if user is not None and not svc.repository.user_exists(client, user):
         raise Forbidden("The token's user is not a user of this client.")
     page, width, height = _image_options(template.page_count)
+
+    def load_template() -> Template:
+        full = svc.repository.get_template(client, template_id)
+        if full is None:  # deleted since the lookup above
+            raise NotFound("No such template.")
+        return full
+
     stored = _rendered(
         lambda: template_preview_file(
-            svc.storage, template, page=page, width=width, height=height, policy=_policy(client)
+            svc.storage,
+            template,
+            page=page,
+            width=width,
+            height=height,
+            policy=_policy(client),
+            load_template=load_template,
         ),
         what=f"preview of template {template.identifier}",
     )
