@@ -24,6 +24,7 @@ import json
 from typing import Any, NoReturn
 
 from flask import Flask, Request
+from flask.json.tag import TaggedJSONSerializer
 from flask.sessions import NullSession, SecureCookieSession, SecureCookieSessionInterface
 from itsdangerous import URLSafeTimedSerializer
 
@@ -49,20 +50,18 @@ class Sessionless(NullSession):
     __setitem__ = __delitem__ = clear = pop = popitem = update = setdefault = _refuse
 
 
-class PlainJson:
-    """The session's serializer: JSON values only, written compactly.
+class PlainJson(TaggedJSONSerializer):
+    """The session's serializer: JSON values only, written compactly (no tags).
 
     Flask's default tags tuples, bytes, Markup, UUIDs and datetimes so that they come back
     as such; pps stores none of them (a tuple would come back as a list, a datetime fails
     loudly), and for plain JSON values the tagged form is this one.
     """
 
-    @staticmethod
-    def dumps(value: Any) -> str:
+    def dumps(self, value: Any) -> str:
         return json.dumps(value, separators=(",", ":"))
 
-    @staticmethod
-    def loads(value: str | bytes) -> Any:
+    def loads(self, value: str) -> Any:
         return json.loads(value)
 
 
