@@ -152,7 +152,7 @@ def main() -> int:
 
 
 def sequence(scenarios: list[str], cycles: int) -> list[tuple[str, str]]:
-    """(H, A or B, scenario) in the order they run: ``H`` then ``A B H B A H`` per scenario
+    """(H, A or B; scenario) in the order they run: ``H`` then ``A B H B A H`` per scenario
     and cycle, so every A and B run sits between two hello-world runs."""
     order = [("H", "hello")]
     for _cycle in range(cycles):
