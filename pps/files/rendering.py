@@ -35,7 +35,7 @@ from pps.files.keys import (
     template_asset_key,
     template_rendered_preview_key,
 )
-from pps.platform.models import Draft, DraftRef, Template
+from pps.platform.models import Draft, DraftRef, Template, TemplateRef
 from pps.platform.storage import FileStorage, StoredFile
 from pps.render import (
     MAX_PIXELS,
@@ -327,12 +327,13 @@ def imported_preview_digest(data: bytes) -> str:
 
 def template_preview_file(
     storage: FileStorage,
-    template: Template,
+    template: Template | TemplateRef,
     *,
     page: int = 0,
     width: int | None = None,
     height: int | None = None,
     policy: RenderPolicy = _DEFAULT_POLICY,
+    load_template: Callable[[], Template] | None = None,
 ) -> StoredFile:
     """What ``page-preview-thumb`` serves: the imported preview, else a rendered one.
 
@@ -340,6 +341,10 @@ def template_preview_file(
     imported, with ``width``/``height`` a resized copy is cached beside it (aspect ratio
     kept, as for rendered images). Other pages, and templates without an imported
     preview, are rendered from the template's defaults.
+
+    ``template`` may be a :class:`~pps.platform.models.TemplateRef` (the point lookup a
+    preview link makes): the whole template, spec included, is then read with
+    ``load_template`` only when a picture has to be rendered from it.
     """
     imported = template.preview_key
     if page == 0 and imported:
@@ -350,6 +355,10 @@ def template_preview_file(
             data = storage.read(imported)
             if data is not None:
                 return _resized_preview(storage, template, data, width, height, policy)
+    if not isinstance(template, Template):
+        if load_template is None:
+            raise TypeError("a TemplateRef needs load_template to render from the template")
+        template = load_template()
     return render_template_preview(
         storage, template, page=page, width=width, height=height, policy=policy
     )
@@ -382,7 +391,7 @@ def _stepped_request(
 
 def _resized_preview(
     storage: FileStorage,
-    template: Template,
+    template: Template | TemplateRef,
     data: bytes,
     width: int | None,
     height: int | None,

@@ -57,6 +57,19 @@ class Template:
 
 
 @dataclass(frozen=True)
+class TemplateRef:
+    """What a template's preview link needs: whose it is, its pages, its imported preview.
+
+    :class:`Template` has the same fields, so either serves where only these are read.
+    """
+
+    identifier: str
+    client_identifier: str
+    page_count: int
+    preview_key: str | None
+
+
+@dataclass(frozen=True)
 class Draft:
     draft_hash: str
     client_identifier: str

@@ -10,7 +10,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from pps.platform.models import Client, Draft, DraftRef, JsonObject, Template, User
+from pps.platform.models import (
+    Client,
+    Draft,
+    DraftRef,
+    JsonObject,
+    Template,
+    TemplateRef,
+    User,
+)
 
 T = TypeVar("T")
 
@@ -106,6 +114,10 @@ class Repository(Protocol):
     ) -> Template: ...
 
     def get_template(self, client: str, identifier: str) -> Template | None: ...
+
+    def get_template_ref(self, client: str, identifier: str) -> TemplateRef | None:
+        """Pages and imported preview of a template of ``client``, without its spec."""
+        ...
 
     def list_templates(
         self, client: str | None, page: int = 1, per_page: int | None = None

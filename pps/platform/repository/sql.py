@@ -19,7 +19,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from pps.platform import ids
-from pps.platform.models import DRAFT_FLAGS, Client, Draft, DraftRef, JsonObject, Template, User
+from pps.platform.models import (
+    DRAFT_FLAGS,
+    Client,
+    Draft,
+    DraftRef,
+    JsonObject,
+    Template,
+    TemplateRef,
+    User,
+)
 from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page, deadline
 from pps.platform.repository.lookups import PointLookup, readers_for
 from pps.platform.repository.tables import clients, drafts, templates, users
@@ -82,6 +91,10 @@ _TEMPLATE_BY_ID = templates.select().where(
 _DRAFT_BY_HASH = drafts.select().where(
     drafts.c.draft_hash == sa.bindparam("draft_hash"),
     drafts.c.client_identifier == sa.bindparam("client"),
+)
+_TEMPLATE_REF: sa.Select[Any] = sa.select(templates.c.page_count, templates.c.preview_key).where(
+    templates.c.identifier == sa.bindparam("identifier"),
+    templates.c.client_identifier == sa.bindparam("client"),
 )
 _DRAFT_REF: sa.Select[Any] = sa.select(drafts.c.user_identifier, drafts.c.version).where(
     drafts.c.draft_hash == sa.bindparam("draft_hash"),
@@ -241,6 +254,7 @@ class SqlRepository:
         self._readers = readers_for(self.engine.url, timeout=_SQLITE_TIMEOUT)
         self._user_missing = PointLookup(self.engine, _USER_MISSING, self._readers)
         self._draft_ref = PointLookup(self.engine, _DRAFT_REF, self._readers)
+        self._template_ref = PointLookup(self.engine, _TEMPLATE_REF, self._readers)
 
     def close(self) -> None:
         if self._readers is not None:
@@ -477,6 +491,20 @@ class SqlRepository:
                 .first()
             )
         return _template(row) if row else None
+
+    def get_template_ref(self, client: str, identifier: str) -> TemplateRef | None:
+        if _impossible(client, identifier):
+            return None
+        row = self._template_ref.first({"identifier": identifier, "client": client})
+        if row is None:
+            return None
+        page_count, preview_key = row
+        return TemplateRef(
+            identifier=identifier,
+            client_identifier=client,
+            page_count=page_count,
+            preview_key=preview_key,
+        )
 
     def list_templates(
         self, client: str | None, page: int = 1, per_page: int | None = None
