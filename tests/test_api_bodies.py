@@ -23,12 +23,17 @@ from pps.web.openapi import api_of
 
 
 @pytest.fixture
-def world(repo: SqlRepository, tenant: Client) -> dict[str, str]:
+def world(api: ApiClient, repo: SqlRepository, tenant: Client) -> dict[str, str]:
     user = make_user(repo, tenant, first_name="Mine")
     source = make_user(repo, tenant, first_name="Also mine")
     template = make_template(repo, tenant, "TPLmine1")
     draft = make_draft(repo, tenant, user, template)
+    created = api.post(
+        "/api-ext/review", json={"draftId": draft.draft_hash, "user": [source.identifier]}
+    )
+    assert created.status_code == 201, created.get_data()
     return {
+        "review": created.get_json()["data"]["reviewId"],
         "user": user.identifier,
         "source": source.identifier,
         "template": template.identifier,

@@ -21,6 +21,7 @@ from pps.files.links import issue_link
 from pps.platform.errors import Forbidden, NotFound
 from pps.reviews.schemas import (
     ReviewCreatedResponse,
+    ReviewCloseInput,
     ReviewCreateInput,
     ReviewPdfInput,
     ReviewUserInput,
@@ -93,9 +94,10 @@ def delete_review_user(data: dict[str, Any], review_id: str) -> Response:
 
 
 @blp.post("/review/<review_id>/close-review")
+@blp.body(ReviewCloseInput)
 @blp.response(204, description=_EMPTY)
 @blp.errors(404)
-def close_review(review_id: str) -> Response:
+def close_review(data: dict[str, Any], review_id: str) -> Response:
     """Close a review
 
     An open review becomes `closed` (decisions made so far are kept) and

@@ -57,6 +57,11 @@ class ReviewUserInput(Input):
     )
 
 
+class ReviewCloseInput(Input):
+    """No fields: the SDK sends no body. Declared so a body that is sent anyway is read
+    like every other one (malformed JSON, lone surrogates: 400/422, nothing closed)."""
+
+
 class ReviewPdfInput(Input):
     notifyCallbackURL = fields.String(
         allow_none=True,
