@@ -20,8 +20,8 @@ from pps.files.api import TokenMissing, refuse_head
 from pps.files.links import issue_link
 from pps.platform.errors import Forbidden, NotFound
 from pps.reviews.schemas import (
-    ReviewCreatedResponse,
     ReviewCloseInput,
+    ReviewCreatedResponse,
     ReviewCreateInput,
     ReviewPdfInput,
     ReviewUserInput,
