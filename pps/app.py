@@ -69,6 +69,7 @@ def register_api(app: Flask) -> None:
     from pps.files.api import files_api
     from pps.processing import api as processing  # noqa: F401
     from pps.templates import api as templates  # noqa: F401
+    from pps.uploads import api as uploads  # noqa: F401
     from pps.users import api as users  # noqa: F401
     from pps.web.openapi import api_of
 

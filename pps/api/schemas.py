@@ -13,7 +13,7 @@ from typing import Any
 from flask import current_app
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
-from pps.platform.models import Draft, Template
+from pps.platform.models import DRAFT_INTENTS, PREFLIGHT_STATUSES, Draft, Template
 
 MAX_VALUES = 1000
 MAX_VALUE_LENGTH = 10_000
@@ -93,17 +93,43 @@ class UserInput(Input):
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
 
+INTENTS_DOC = (
+    "What the draft is for. `customize` (default): the customer fills the template's "
+    "DataKeys in the editor. `personalize`: the same editor and files, for drafts whose "
+    "values the shop fills per recipient (`apiDefaultValues`). `upload`: the customer's own "
+    "print PDF (`POST /api-ext/draft/{draftHash}/upload`) is the print file, as uploaded; "
+    "previews and images are rendered from it; until one is uploaded the draft has no files. "
+    "`upload-and-editor`: the uploaded PDF becomes the artwork of the template's pages and "
+    "the template's fields are drawn over it, filled in the editor as with `customize`. "
+    "`order`: an older name, rendered like `customize`."
+)
+PREFLIGHT_DOC = (
+    "Outcome of the last preflight, run on every editor save and finish, API update and "
+    "upload (unless `disablePreflight`): "
+    + ", ".join(f"`{value}` {name}" for value, name in sorted(PREFLIGHT_STATUSES.items()))
+    + ". A new draft is `-1` until its first change. Checked: required values, values "
+    "that do not fit their box (errors), images below 300 dpi at their placed size, "
+    "RGB images and colours in a template with `colorSpace: cmyk` (warnings), fonts whose "
+    "licence forbids embedding (OS/2 fsType; errors); for an uploaded PDF also its images "
+    "and fonts (page count, size within ±1 mm, embedded fonts and no "
+    "encryption are required by the upload itself). Findings are in `validationResults`."
+)
+
+
 class DraftCreateInput(Input):
     templateIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     userIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     intent = fields.String(
-        load_default="customize", validate=validate.OneOf(["customize", "upload", "order"])
+        load_default="customize",
+        validate=validate.OneOf(DRAFT_INTENTS),
+        metadata={"description": INTENTS_DOC},
     )
     # null is taken as "not sent": the PHP SDK may send its unset typed properties as null.
     apiDefaultValues = JsonObjectField(
         load_default=dict, allow_none=True, validate=_scalar_map("apiDefaultValues", MAX_VALUES)
     )
     customAttributes = JsonObjectField(load_default=dict, allow_none=True, validate=_attributes)
+    disablePreflight = fields.Boolean(load_default=False, allow_none=True)
 
 
 class DraftUpdateInput(Input):
@@ -113,6 +139,7 @@ class DraftUpdateInput(Input):
         allow_none=True, validate=_scalar_map("apiDefaultValues", MAX_VALUES)
     )
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
+    disablePreflight = fields.Boolean(allow_none=True)
 
 
 class DraftReplicateInput(DraftUpdateInput):
@@ -222,6 +249,19 @@ class VariantOut(Output):
     version = fields.Integer(required=True)
 
 
+class ValidationResultOut(Output):
+    """The SDK's ``ValidationResult``: one preflight finding."""
+
+    row = fields.Integer(
+        allow_none=True,
+        required=True,
+        metadata={"description": "Variable-data record (counted from 1); null: every record."},
+    )
+    page = fields.Integer(required=True, metadata={"description": "Counted from 1."})
+    message = fields.String(required=True)
+    severity = fields.String(required=True, metadata={"enum": ["error", "warning"]})
+
+
 class DraftOut(Output):
     draftHash = fields.String(attribute="draft_hash", required=True)
     userIdentifier = fields.String(attribute="user_identifier", required=True)
@@ -239,11 +279,17 @@ class DraftOut(Output):
     )
     setupStatus = fields.String(dump_default="complete", required=True)
     personalizations = Whole(PersonalizationsOut, required=True)
-    preflightStatus = fields.String(dump_default="none", required=True)
+    preflightStatus = fields.Integer(
+        attribute="preflight_status",
+        required=True,
+        metadata={"description": PREFLIGHT_DOC, "enum": sorted(PREFLIGHT_STATUSES)},
+    )
     variant = Whole(VariantOut, required=True)
     apiDefaultValues = fields.Dict(attribute="api_default_values", required=True)
     customAttributes = fields.Dict(attribute="custom_attributes", required=True)
-    validationResults = fields.List(fields.Dict(), dump_default=list, required=True)
+    validationResults = fields.List(
+        fields.Nested(ValidationResultOut), attribute="validation_results", required=True
+    )
 
 
 def preview_url(record: Template) -> str:

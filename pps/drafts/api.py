@@ -17,8 +17,10 @@ from pps.api.schemas import (
     DraftUpdateInput,
 )
 from pps.files.sweep import delete_draft_files
+from pps.files.uploaded import upload_key
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft
+from pps.preflight import preflight_and_store
 
 blp = resource("drafts", "Draft")
 
@@ -59,6 +61,7 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         intent=data["intent"],
         api_default_values=data["apiDefaultValues"] or {},
         custom_attributes=data["customAttributes"] or {},
+        disable_preflight=bool(data.get("disablePreflight")),
     )
     if record is None:  # the user or template vanished between the checks and the insert
         raise ValidationFailed(
@@ -116,17 +119,22 @@ def show_draft(draft_hash: str) -> dict[str, Any]:
 @blp.response(200, DraftResponse)
 @blp.errors(404)
 def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
-    """Update a draft's apiDefaultValues or customAttributes
+    """Update a draft's apiDefaultValues, customAttributes or disablePreflight
 
-    Each object sent replaces the stored one; fields not sent stay as they are.
+    Each object sent replaces the stored one; fields not sent stay as they are. The draft
+    is preflighted afterwards (unless `disablePreflight`): see `preflightStatus`.
     """
-    record = services().repository.update_draft(
-        current_client().identifier,
-        draft_hash,
-        api_default_values=data.get("apiDefaultValues"),
-        custom_attributes=data.get("customAttributes"),
+    svc = services()
+    record = _found(
+        svc.repository.update_draft(
+            current_client().identifier,
+            draft_hash,
+            api_default_values=data.get("apiDefaultValues"),
+            custom_attributes=data.get("customAttributes"),
+            disable_preflight=data.get("disablePreflight"),
+        )
     )
-    return {"data": _found(record)}
+    return {"data": preflight_and_store(svc.repository, svc.storage, record)}
 
 
 @blp.delete("/draft/<draft_hash:draft_hash>")
@@ -152,13 +160,23 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     `customAttributes` sent are laid over the source's, key by key. GET is accepted too, as
     the Magento module sends it.
     """
-    record = services().repository.replicate_draft(
-        current_client().identifier,
-        draft_hash,
-        api_default_values=data.get("apiDefaultValues"),
-        custom_attributes=data.get("customAttributes"),
+    svc = services()
+    client = current_client().identifier
+    source = _found(svc.repository.get_draft(client, draft_hash))
+    record = _found(
+        svc.repository.replicate_draft(
+            client,
+            draft_hash,
+            api_default_values=data.get("apiDefaultValues"),
+            custom_attributes=data.get("customAttributes"),
+        )
     )
-    return {"data": _found(record)}
+    uploaded = svc.storage.read(source.upload_key) if source.upload_key else None
+    if uploaded is not None:  # the copy gets its own, deleted with it
+        key = upload_key(client, record.draft_hash, uploaded)
+        svc.storage.put(key, uploaded)
+        record = _found(svc.repository.update_draft(client, record.draft_hash, upload_key=key))
+    return {"data": record}
 
 
 bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource

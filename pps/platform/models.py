@@ -70,6 +70,13 @@ class Draft:
     version: int
     created_at: datetime
     updated_at: datetime
+    #: PREFLIGHT_STATUSES below: -1 not checked, 0 passed, 1 warnings, 2 errors.
+    preflight_status: int = -1
+    #: ``[{row, page, message, severity}]`` of the last preflight.
+    validation_results: tuple[JsonObject, ...] = ()
+    disable_preflight: bool = False
+    #: Storage key of the customer's uploaded print PDF (intents ``upload*``), if any.
+    upload_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,4 +93,18 @@ class DraftRef:
 
 
 DRAFT_STATES = ("init", "edited", "finished")
-DRAFT_INTENTS = ("customize", "upload", "order")
+#: What a draft is for (documented in the draft schema of the OpenAPI reference):
+#: ``customize`` and ``personalize`` fill the template's DataKeys in the editor, ``upload`` takes
+#: the customer's own print PDF as the print file, ``upload-and-editor`` takes it as the pages'
+#: artwork with the template's fields drawn over it. ``order`` is kept for drafts of old clients.
+DRAFT_INTENTS = ("customize", "personalize", "upload", "upload-and-editor", "order")
+UPLOAD_INTENTS = ("upload", "upload-and-editor")
+#: A draft's ``preflightStatus`` (an int, as the PHP SDK types it), the one place of these
+#: values: pps.preflight computes them, the API documents them from here.
+PREFLIGHT_NOT_CHECKED, PREFLIGHT_PASSED, PREFLIGHT_WARNINGS, PREFLIGHT_ERRORS = -1, 0, 1, 2
+PREFLIGHT_STATUSES = {
+    PREFLIGHT_NOT_CHECKED: "not checked",
+    PREFLIGHT_PASSED: "passed",
+    PREFLIGHT_WARNINGS: "warnings",
+    PREFLIGHT_ERRORS: "errors",
+}

@@ -123,6 +123,7 @@ class Repository(Protocol):
         intent: str,
         api_default_values: JsonObject,
         custom_attributes: JsonObject,
+        disable_preflight: bool = False,
     ) -> Draft | None:
         """None when the user or the template is not the client's."""
         ...
@@ -146,8 +147,25 @@ class Repository(Protocol):
         custom_attributes: JsonObject | None = None,
         values: JsonObject | None = None,
         state: str | None = None,
+        disable_preflight: bool | None = None,
+        upload_key: str | None = None,
     ) -> Draft | None:
         """Apply the given changes and bump ``version``; None when no such draft."""
+        ...
+
+    def set_preflight(
+        self,
+        client: str,
+        draft_hash: str,
+        version: int,
+        status: int,
+        results: Sequence[JsonObject],
+    ) -> bool:
+        """Store a preflight's outcome for the draft at ``version``, without bumping it.
+
+        False (nothing written) when the draft is gone or has moved on to another version:
+        a slow check of an older version never overwrites a newer one's results.
+        """
         ...
 
     def delete_draft(self, client: str, draft_hash: str) -> bool: ...

@@ -207,6 +207,10 @@ def _draft(row: RowMapping) -> Draft:
         version=row["version"],
         created_at=_aware(row["created_at"]) or utcnow(),
         updated_at=_aware(row["updated_at"]) or utcnow(),
+        preflight_status=row["preflight_status"],
+        validation_results=tuple(row["validation_results"] or ()),
+        disable_preflight=bool(row["disable_preflight"]),
+        upload_key=row["upload_key"],
     )
 
 
@@ -493,6 +497,7 @@ class SqlRepository:
         intent: str,
         api_default_values: JsonObject,
         custom_attributes: JsonObject,
+        disable_preflight: bool = False,
     ) -> Draft | None:
         if self.get_user(client, user_identifier) is None:
             return None
@@ -511,6 +516,7 @@ class SqlRepository:
             "version": 1,
             "created_at": now,
             "updated_at": now,
+            "disable_preflight": disable_preflight,
         }
         try:
             draft_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
@@ -561,10 +567,16 @@ class SqlRepository:
         custom_attributes: JsonObject | None = None,
         values: JsonObject | None = None,
         state: str | None = None,
+        disable_preflight: bool | None = None,
+        upload_key: str | None = None,
     ) -> Draft | None:
         if _impossible(client, draft_hash):
             return None
         changes: dict[str, Any] = {"version": drafts.c.version + 1, "updated_at": utcnow()}
+        if disable_preflight is not None:
+            changes["disable_preflight"] = disable_preflight
+        if upload_key is not None:
+            changes["upload_key"] = upload_key
         if api_default_values is not None:
             changes["api_default_values"] = dict(api_default_values)
         if custom_attributes is not None:
@@ -582,6 +594,28 @@ class SqlRepository:
             if not result.rowcount:
                 return None
         return self.get_draft(client, draft_hash)
+
+    def set_preflight(
+        self,
+        client: str,
+        draft_hash: str,
+        version: int,
+        status: int,
+        results: Sequence[JsonObject],
+    ) -> bool:
+        if _impossible(client, draft_hash):
+            return False
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                drafts.update()
+                .where(
+                    drafts.c.draft_hash == draft_hash,
+                    drafts.c.client_identifier == client,
+                    drafts.c.version == version,
+                )
+                .values(preflight_status=status, validation_results=[dict(r) for r in results])
+            )
+        return bool(result.rowcount)
 
     def delete_draft(self, client: str, draft_hash: str) -> bool:
         if _impossible(client, draft_hash):
@@ -615,6 +649,8 @@ class SqlRepository:
             "values": original.values,
             "api_default_values": {**original.api_default_values, **(api_default_values or {})},
             "custom_attributes": {**original.custom_attributes, **(custom_attributes or {})},
+            # The copy is checked anew on its first change; its upload is copied by the caller.
+            "disable_preflight": original.disable_preflight,
             "version": 1,
             "created_at": now,
             "updated_at": now,
