@@ -38,7 +38,7 @@ _PT_PER_MM = 72 / 25.4
 _RGB_SPACES = frozenset({pdfium_c.FPDF_COLORSPACE_DEVICERGB, pdfium_c.FPDF_COLORSPACE_CALRGB})
 
 
-class PdfRefused(ValueError):
+class PdfRefused(Exception):
     """The PDF cannot be a print file; ``problems`` says why, one message each."""
 
     def __init__(self, problems: list[str]) -> None:
@@ -67,18 +67,25 @@ def accept_pdf(data: bytes, spec: TemplateSpec) -> AcceptedPdf:
         if pdf.is_encrypted:
             raise PdfRefused(["The PDF is encrypted; upload it without encryption."])
         problems = _page_problems(pdf, spec)
-        fonts, font_findings = _fonts(pdf)
-        problems += fonts
+        problems += _fonts(pdf)[0]
         if problems:
             raise PdfRefused(problems)
         out = BytesIO()
         pdf.save(out)
     body = out.getvalue()
-    return AcceptedPdf(body, (*font_findings, *pdf_findings(body, spec)))
+    return AcceptedPdf(body, tuple(pdf_findings(body, spec)))
 
 
 def pdf_findings(data: bytes, spec: TemplateSpec) -> list[Finding]:
-    """Findings on the images of an accepted PDF: resolution and, in CMYK templates, RGB."""
+    """Findings on an accepted PDF: fonts whose licence forbids embedding, image
+    resolution and, in CMYK templates, RGB images; sorted by page."""
+    with pikepdf.open(BytesIO(data)) as pdf:
+        findings = _fonts(pdf)[1]
+    findings += _image_findings(data, spec)
+    return sorted(findings, key=lambda finding: finding.page)
+
+
+def _image_findings(data: bytes, spec: TemplateSpec) -> list[Finding]:
     findings: list[Finding] = []
     with RENDER_LOCK:  # pdfium is not thread-safe
         document = pdfium.PdfDocument(data)
@@ -197,7 +204,12 @@ def _page_fonts(
         return
     fonts = resources.get("/Font")
     if isinstance(fonts, pikepdf.Dictionary):
+        # Only fonts the content selects (Tf) print; reportlab, for one, lists an unused
+        # Helvetica on every page. Type3 glyph procedures are checked whole.
+        used = _selected_fonts(holder) if depth == 0 or isinstance(holder, pikepdf.Stream) else None
         for key in fonts.keys():  # noqa: SIM118 (pikepdf dictionaries iterate differently)
+            if used is not None and key not in used:
+                continue
             font = fonts[key]
             if not isinstance(font, pikepdf.Dictionary) or _visited(font, seen):
                 continue
@@ -216,6 +228,32 @@ def _page_fonts(
                 and not _visited(xobject, seen)
             ):
                 yield from _page_fonts(xobject, seen, depth + 1)
+
+
+def _selected_fonts(holder: pikepdf.Object) -> set[str]:
+    """Names of the fonts the content of a page or form shows text with.
+
+    A font selected (``Tf``) but never used to show text prints nothing: reportlab, for
+    one, selects Helvetica at the start of every page. The font is graphics state, so
+    ``q``/``Q`` save and restore it.
+    """
+    content = holder if isinstance(holder, pikepdf.Stream) else pikepdf.Page(holder)
+    names: set[str] = set()
+    current: str | None = None
+    saved: list[str | None] = []
+    for instruction in pikepdf.parse_content_stream(content, "Tf q Q Tj TJ ' \""):
+        if not isinstance(instruction, pikepdf.ContentStreamInstruction):
+            continue  # inline images show no text
+        operands, op = instruction.operands, str(instruction.operator)
+        if op == "Tf" and operands and isinstance(operands[0], pikepdf.Name):
+            current = str(operands[0])
+        elif op == "q":
+            saved.append(current)
+        elif op == "Q":
+            current = saved.pop() if saved else current
+        elif current is not None:  # a text-showing operator
+            names.add(current)
+    return names
 
 
 def _resources(holder: pikepdf.Object) -> pikepdf.Dictionary | None:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from flask import request
 
-from pps.api import current_client, resource, services
+from pps.api import bp, current_client, resource, services
 from pps.api.schemas import DraftResponse
 from pps.files.rendering import TemplateNotRenderable, decoded, template_spec
 from pps.files.uploaded import upload_key
@@ -112,3 +112,6 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     if draft.upload_key is not None and draft.upload_key != key:
         svc.storage.delete(draft.upload_key)
     return {"data": preflight_and_store(svc.repository, svc.storage, updated)}
+
+
+bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource
