@@ -29,6 +29,7 @@ from preflight_support import (
     write_template,
 )
 from pypdf import PdfReader
+from test_api_openapi import assert_matches
 from test_editor import log_in, open_editor
 from test_files import download, magento_claims, sign
 
@@ -253,6 +254,10 @@ def test_upload_becomes_the_print_file_and_previews_come_from_it(
 
     response = upload(api, draft["draftHash"], print_pdf(2, text="Mine"))
     assert response.status_code == 200, response.get_json()
+    reference = client.get("/openapi.json").get_json()
+    operation = reference["paths"]["/api-ext/draft/{draft_hash}/upload"]["post"]
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert_matches(reference, schema, response.get_json(), "POST upload")
     accepted = sdk_draft(response.get_json()["data"])
     assert (accepted["preflightStatus"], accepted["validationResults"]) == (PASSED, [])
     assert shown(api, draft["draftHash"])["preflightStatus"] == PASSED
@@ -309,6 +314,10 @@ def test_uploads_that_cannot_be_print_files_are_refused_by_name(
     assert any("not a PDF" in m for m in refusal(upload(api, hash_, image_bytes((10, 10)))))
     missing = upload(api, hash_, print_pdf(2), field="pdf")
     assert missing.status_code == 422 and "file" in missing.get_json()["errors"]
+    raw = api.post(
+        f"/api-ext/draft/{hash_}/upload", data=print_pdf(2), content_type="application/pdf"
+    )
+    assert raw.status_code == 415 and raw.get_json()["message"]
     # Nothing was stored by any of them.
     assert shown(api, hash_)["preflightStatus"] == NOT_CHECKED
     assert not list(app.extensions["pps"].storage.root.rglob(f"drafts/*/{hash_}/upload/*"))

@@ -16,7 +16,7 @@ from pps.api import bp, current_client, resource, services
 from pps.api.schemas import DraftResponse
 from pps.files.rendering import TemplateNotRenderable, decoded, template_spec
 from pps.files.uploaded import upload_key
-from pps.platform.errors import NotFound, ValidationFailed
+from pps.platform.errors import NotFound, UnsupportedMediaType, ValidationFailed
 from pps.platform.models import UPLOAD_INTENTS
 from pps.preflight import PdfRefused, accept_pdf, preflight_and_store
 from pps.render import AssetError
@@ -53,7 +53,7 @@ _document: Callable[[F], F] = blp.doc(requestBody=UPLOAD_BODY)
 @blp.post("/draft/<draft_hash:draft_hash>/upload")
 @_document
 @blp.response(200, DraftResponse)
-@blp.errors(404, 413, 422)
+@blp.errors(400, 404, 413, 415, 422)
 def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     """Upload the customer's print PDF
 
@@ -64,7 +64,8 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     embedded; a `422` names each problem under `errors.file`, and nothing changes. An
     accepted PDF replaces any earlier one, bumps the draft's version and is preflighted:
     the answer is the draft with its `preflightStatus` and `validationResults`. At most
-    `PPS_MAX_UPLOAD_BYTES` (64 MiB by default), else `413`.
+    `PPS_MAX_UPLOAD_BYTES` (64 MiB by default), else `413`; another content type than
+    multipart is `415`.
     """
     svc = services()
     client = current_client().identifier
@@ -81,6 +82,8 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
             }
         )
     request.max_content_length = svc.settings.max_upload_bytes
+    if request.mimetype not in ("multipart/form-data", "") and request.content_length != 0:
+        raise UnsupportedMediaType("Send the PDF as multipart/form-data in the field 'file'.")
     upload = request.files.get("file") if request.mimetype == "multipart/form-data" else None
     if upload is None:
         raise ValidationFailed(
