@@ -102,7 +102,8 @@ def test_get_put_and_delete_on_claim_are_405(
         response = api.request(method, "/api-ext/draft/claim", json={"drafts": [world["draft"]]})
         body = assert_error(response, 405)
         assert "draft" not in body["message"].lower()  # not "no such draft"
-        assert set(body) == {"message"}  # pps's shape, not flask-smorest's code/status
+        # pps's shape, not flask-smorest's code/status
+        assert set(body) == {"message", "success"}
         assert "POST" in response.headers["Allow"]
     # HEAD answers like GET, without a body
     assert api.request("HEAD", "/api-ext/draft/claim").status_code == 405
@@ -143,18 +144,20 @@ def test_a_single_form_value_for_a_list_is_a_list_of_one(
     assert response.get_json() == {world["draft"]: True}
 
 
-def test_422_names_fields_as_the_client_spelled_them_too(
-    api: ApiClient, world: dict[str, str]
-) -> None:
+def test_422_names_fields_as_the_client_spelled_them(api: ApiClient, world: dict[str, str]) -> None:
+    """Issue 13: ``errors`` keys are spelled as sent, once (the PHP SDK's ValidationException
+    hands them to its caller as they are)."""
     response = api.post(
         "/api-ext/draft", json={"user_identifier": "nobody00", "templateIdentifier": "nope"}
     )
-    body = assert_error(response, 422, "userIdentifier", "user_identifier", "templateIdentifier")
-    assert body["errors"]["user_identifier"] == body["errors"]["userIdentifier"]
+    body = assert_error(response, 422, "user_identifier", "templateIdentifier")
+    assert set(body["errors"]) == {"user_identifier", "templateIdentifier"}
     response = api.post(f"/api-ext/user/{world['user']}/merge", json={"source_user_identifier": 5})
-    assert_error(response, 422, "sourceUserIdentifier", "source_user_identifier")
-    response = api.get("/api-ext/draft?per_page=1000")
-    assert_error(response, 422, "perPage", "per_page")
+    body = assert_error(response, 422, "source_user_identifier")
+    assert set(body["errors"]) == {"source_user_identifier"}
+    response = api.get("/api-ext/draft?per_page=1001")
+    body = assert_error(response, 422, "per_page")
+    assert set(body["errors"]) == {"per_page"}
     # sent in camelCase: named once
     response = api.post(
         "/api-ext/draft", json={"userIdentifier": "nobody00", "templateIdentifier": "nope"}
@@ -185,5 +188,5 @@ def test_flask_smorests_error_handler_answers_in_pps_shape(app: Flask) -> None:
     with app.test_request_context("/api-ext/draft/claim", method="GET"):
         response = api_of(app).handle_http_exception(MethodNotAllowed(valid_methods=["POST"]))
     assert response.status_code == 405
-    assert response.get_json() == {"message": "This method is not allowed here."}
+    assert response.get_json() == {"message": "This method is not allowed here.", "success": False}
     assert response.headers["Allow"] == "POST"

@@ -34,6 +34,9 @@ DRAFT_KEYS = {
     "apiDefaultValues",
     "customAttributes",
     "validationResults",
+    "locked",
+    "disablePreflight",
+    "remoteAcl",
 }
 
 
@@ -47,8 +50,12 @@ def assert_draft(draft: dict[str, Any]) -> dict[str, Any]:
     assert draft["state"] in ("init", "edited", "finished")
     assert isinstance(draft["personalizations"]["amount"], int)
     assert set(draft["personalizations"]) == {"amount"}
-    assert set(draft["variant"]) == {"id", "version"}
-    assert all(isinstance(v, int) for v in draft["variant"].values())
+    # issue 13: the PHP SDK's fixture for "no variant"; an int preflightStatus
+    assert draft["variant"] == {"id": None, "version": None}
+    assert isinstance(draft["preflightStatus"], int)
+    assert not isinstance(draft["preflightStatus"], bool)
+    for name in ("locked", "disablePreflight", "remoteAcl"):
+        assert isinstance(draft[name], bool), name
     assert isinstance(draft["apiDefaultValues"], dict)
     assert isinstance(draft["customAttributes"], dict)
     # The SDK's ValidationResult (src/Client/Draft/ValidationResult.php): int|null row,
@@ -104,7 +111,7 @@ def test_create_draft_with_json(
     assert draft["apiDefaultValues"] == {"Name": "Ada", "City": "", "Zip": 1234}
     assert draft["customAttributes"] == {"orderLine": 3, "nested": {"a": [1, 2]}}
     assert draft["personalizations"] == {"amount": 2}
-    assert draft["variant"] == {"id": 1, "version": 1}
+    assert draft["variant"] == {"id": None, "version": None}  # no variant (issue 13)
     assert counts(repo)["drafts"] == before["drafts"] + 1
     stored = repo.get_draft(tenant.identifier, draft["draftHash"])
     assert stored is not None and stored.user_identifier == user.identifier
@@ -257,7 +264,8 @@ def test_update_draft_replaces_only_what_is_sent(
     )
     assert draft["apiDefaultValues"] == {"City": "X"}
     assert draft["customAttributes"] == {"o": "1"}
-    assert draft["variant"]["version"] == stored.version + 1
+    # the edit counter is the draft's own, no longer shown as a variant version (issue 13)
+    assert repo.get_draft(tenant.identifier, stored.draft_hash).version == stored.version + 1
 
     draft = one_draft(
         api.put(f"/api-ext/draft/{stored.draft_hash}", data={"customAttributes[o]": "2"})
@@ -378,7 +386,7 @@ def test_claim_for_an_unknown_user(api: Any, repo: SqlRepository, tenant: Client
         "/api-ext/draft/claim",
         json={"user_identifier": "nobody01", "drafts": [draft.draft_hash]},
     )
-    assert_error(response, 422, "userIdentifier")
+    assert_error(response, 422, "user_identifier")  # named as sent (issue 13)
     assert snapshot(repo) == before
 
 

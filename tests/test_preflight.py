@@ -34,9 +34,15 @@ from test_editor import log_in, open_editor
 from test_files import download, magento_claims, sign
 
 from pps.app import create_app
-from pps.platform.models import Client, Template
+from pps.platform.models import (
+    PREFLIGHT_ERRORS,
+    PREFLIGHT_NOT_CHECKED,
+    PREFLIGHT_OK,
+    PREFLIGHT_WARNINGS,
+    Client,
+    Template,
+)
 from pps.platform.repository.sql import SqlRepository
-from pps.preflight import ERRORS, NOT_CHECKED, PASSED, WARNINGS
 from pps.templates.files import import_template, load_template_file
 
 K100 = {"c": 0, "m": 0, "y": 0, "k": 100}
@@ -166,7 +172,7 @@ def test_every_intent_the_clients_send_is_accepted(
     draft = new_draft(api, card, intent=intent)
     assert draft["intent"] == intent
     # New drafts are not checked yet: the SDK's fixtures show -1.
-    assert (draft["preflightStatus"], draft["validationResults"]) == (NOT_CHECKED, [])
+    assert (draft["preflightStatus"], draft["validationResults"]) == (PREFLIGHT_NOT_CHECKED, [])
 
 
 # -- drafts from a template -------------------------------------------------------------
@@ -178,7 +184,7 @@ def test_api_update_reports_errors_and_warnings_with_row_and_page(
     draft = new_draft(api, card)
     long_name = "Bartholomew Maximilian Featherstonehaugh-Cholmondeley"
     updated = update(api, draft["draftHash"], apiDefaultValues={"name": long_name})
-    assert updated["preflightStatus"] == ERRORS
+    assert updated["preflightStatus"] == PREFLIGHT_ERRORS
     assert all(r["row"] is None and r["page"] == 1 for r in updated["validationResults"])
     errors = messages(updated, "error")
     assert len(errors) == 1 and errors[0].startswith("'name':"), errors
@@ -192,26 +198,26 @@ def test_api_update_reports_errors_and_warnings_with_row_and_page(
     assert shown(api, draft["draftHash"]) == updated
 
     missing = update(api, draft["draftHash"], apiDefaultValues={"name": "  "})
-    assert missing["preflightStatus"] == ERRORS
+    assert missing["preflightStatus"] == PREFLIGHT_ERRORS
     assert [m for m in messages(missing, "error") if "'name'" in m and "required" in m]
 
     fine = update(api, draft["draftHash"], apiDefaultValues={"name": "Ada"})
-    assert fine["preflightStatus"] == WARNINGS
+    assert fine["preflightStatus"] == PREFLIGHT_WARNINGS
     assert messages(fine, "error") == [] and len(messages(fine, "warning")) == 3
 
 
 def test_a_clean_draft_passes(api: ApiClient, upload_template: Template) -> None:
     draft = new_draft(api, upload_template, intent="personalize")
     updated = update(api, draft["draftHash"], apiDefaultValues={"name": "Ada Lovelace"})
-    assert (updated["preflightStatus"], updated["validationResults"]) == (PASSED, [])
+    assert (updated["preflightStatus"], updated["validationResults"]) == (PREFLIGHT_OK, [])
 
 
 def test_disable_preflight_skips_it_until_turned_off(api: ApiClient, card: Template) -> None:
     draft = new_draft(api, card, disablePreflight=True)
     skipped = update(api, draft["draftHash"], apiDefaultValues={"name": ""})
-    assert (skipped["preflightStatus"], skipped["validationResults"]) == (NOT_CHECKED, [])
+    assert (skipped["preflightStatus"], skipped["validationResults"]) == (PREFLIGHT_NOT_CHECKED, [])
     checked = update(api, draft["draftHash"], disablePreflight=False)
-    assert checked["preflightStatus"] == ERRORS
+    assert checked["preflightStatus"] == PREFLIGHT_ERRORS
 
 
 def test_editor_save_and_finish_run_preflight(
@@ -227,7 +233,7 @@ def test_editor_save_and_finish_run_preflight(
     assert saved.status_code in (200, 303), saved.get_data(as_text=True)[:300]
     after_save = shown(api, draft["draftHash"])
     assert after_save["state"] == "edited"
-    assert after_save["preflightStatus"] == WARNINGS
+    assert after_save["preflightStatus"] == PREFLIGHT_WARNINGS
     assert len(messages(after_save, "warning")) == 3
 
     finished = client.post(
@@ -236,7 +242,7 @@ def test_editor_save_and_finish_run_preflight(
     assert finished.status_code == 303
     after_finish = shown(api, draft["draftHash"])
     assert after_finish["state"] == "finished"
-    assert after_finish["preflightStatus"] == WARNINGS
+    assert after_finish["preflightStatus"] == PREFLIGHT_WARNINGS
 
 
 # -- the customer's own print PDF -------------------------------------------------------
@@ -259,8 +265,8 @@ def test_upload_becomes_the_print_file_and_previews_come_from_it(
     schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
     assert_matches(reference, schema, response.get_json(), "POST upload")
     accepted = sdk_draft(response.get_json()["data"])
-    assert (accepted["preflightStatus"], accepted["validationResults"]) == (PASSED, [])
-    assert shown(api, draft["draftHash"])["preflightStatus"] == PASSED
+    assert (accepted["preflightStatus"], accepted["validationResults"]) == (PREFLIGHT_OK, [])
+    assert shown(api, draft["draftHash"])["preflightStatus"] == PREFLIGHT_OK
 
     served = download(client, f"/api-ext/files/draft/{draft['draftHash']}/print", token)
     reader = PdfReader(io.BytesIO(served))
@@ -319,7 +325,7 @@ def test_uploads_that_cannot_be_print_files_are_refused_by_name(
     )
     assert raw.status_code == 415 and raw.get_json()["message"]
     # Nothing was stored by any of them.
-    assert shown(api, hash_)["preflightStatus"] == NOT_CHECKED
+    assert shown(api, hash_)["preflightStatus"] == PREFLIGHT_NOT_CHECKED
     assert not list(app.extensions["pps"].storage.root.rglob(f"drafts/*/{hash_}/upload/*"))
 
 
@@ -338,7 +344,7 @@ def test_uploaded_pdf_preflight_low_dpi_rgb_images_and_restricted_fonts(
     response = upload(api, draft["draftHash"], print_pdf(2, image=low))
     assert response.status_code == 200, response.get_json()
     warned = sdk_draft(response.get_json()["data"])
-    assert warned["preflightStatus"] == WARNINGS
+    assert warned["preflightStatus"] == PREFLIGHT_WARNINGS
     assert {r["page"] for r in warned["validationResults"]} == {1, 2}
     warnings = messages(warned, "warning")
     assert sum("76 dpi" in m for m in warnings) == 2
@@ -347,7 +353,7 @@ def test_uploaded_pdf_preflight_low_dpi_rgb_images_and_restricted_fonts(
     restricted = upload(api, draft["draftHash"], with_restricted_fonts(print_pdf(2)))
     assert restricted.status_code == 200
     flagged = sdk_draft(restricted.get_json()["data"])
-    assert flagged["preflightStatus"] == ERRORS
+    assert flagged["preflightStatus"] == PREFLIGHT_ERRORS
     assert any("fsType" in m for m in messages(flagged, "error"))
 
 

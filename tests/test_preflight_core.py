@@ -11,17 +11,8 @@ from flask.testing import FlaskClient
 from preflight_support import print_pdf
 from test_preflight import UPLOAD
 
-from pps.preflight import (
-    ERRORS,
-    MIN_DPI,
-    PASSED,
-    TOLERANCE_MM,
-    WARNINGS,
-    Finding,
-    PdfRefused,
-    accept_pdf,
-    status_of,
-)
+from pps.platform.models import PREFLIGHT_ERRORS, PREFLIGHT_OK, PREFLIGHT_WARNINGS
+from pps.preflight import MIN_DPI, TOLERANCE_MM, Finding, PdfRefused, accept_pdf, status_of
 from pps.preflight.fonts import embedding_restricted, fs_type
 from pps.preflight.template import placed_dpi
 from pps.render import parse_spec
@@ -38,9 +29,9 @@ def test_placed_dpi_follows_the_fit() -> None:
 
 
 def test_status_of_the_worst_finding() -> None:
-    assert status_of([]) == PASSED
-    assert status_of([Finding(1, "w", "warning")]) == WARNINGS
-    assert status_of([Finding(1, "w", "warning"), Finding(2, "e", "error")]) == ERRORS
+    assert status_of([]) == PREFLIGHT_OK
+    assert status_of([Finding(1, "w", "warning")]) == PREFLIGHT_WARNINGS
+    assert status_of([Finding(1, "w", "warning"), Finding(2, "e", "error")]) == PREFLIGHT_ERRORS
 
 
 def test_fs_type_of_a_real_font() -> None:

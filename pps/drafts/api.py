@@ -15,6 +15,7 @@ from pps.api.schemas import (
     DraftReplicateInput,
     DraftResponse,
     DraftUpdateInput,
+    draft_flags,
 )
 from pps.files.sweep import delete_draft_files
 from pps.files.uploaded import upload_key
@@ -44,6 +45,12 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
     `apiDefaultValues` (DataKey to value) pre-fills the draft in the editor. The user
     identifier may be sent as `userIdentifier` or `user_identifier`. A user or template
     that is not the client's is a 422 naming the field.
+
+    Every option of the PHP SDK's `DraftBuilder` is accepted: `locked`, `disablePreflight`
+    and `remoteAcl` are stored; an option pps does not support (`feedIdentifier`,
+    `pagePlanner`, `pageDimensions`, `bleedAdditions`, `pageFillColor`, ...) is a 422
+    naming it when its value would change the draft, and accepted when it is a default
+    (null, false, 0, empty).
     """
     client = current_client().identifier
     repository = services().repository
@@ -61,7 +68,7 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         intent=data["intent"],
         api_default_values=data["apiDefaultValues"] or {},
         custom_attributes=data["customAttributes"] or {},
-        disable_preflight=bool(data.get("disablePreflight")),
+        flags=draft_flags(data),
     )
     if record is None:  # the user or template vanished between the checks and the insert
         raise ValidationFailed(
@@ -119,10 +126,12 @@ def show_draft(draft_hash: str) -> dict[str, Any]:
 @blp.response(200, DraftResponse)
 @blp.errors(404)
 def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
-    """Update a draft's apiDefaultValues, customAttributes or disablePreflight
+    """Update a draft's apiDefaultValues, customAttributes or options
 
-    Each object sent replaces the stored one; fields not sent stay as they are. The draft
-    is preflighted afterwards (unless `disablePreflight`): see `preflightStatus`.
+    Each object sent replaces the stored one; fields not sent stay as they are. A locked
+    draft can be updated: the lock keeps the customer's editor read-only, not the shop
+    (send `locked: false` to lift it). Options as on create. The draft is preflighted
+    afterwards (unless `disablePreflight`): see `preflightStatus`.
     """
     svc = services()
     record = _found(
@@ -131,7 +140,7 @@ def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
             draft_hash,
             api_default_values=data.get("apiDefaultValues"),
             custom_attributes=data.get("customAttributes"),
-            disable_preflight=data.get("disablePreflight"),
+            flags=draft_flags(data),
         )
     )
     return {"data": preflight_and_store(svc.repository, svc.storage, record)}
@@ -158,7 +167,9 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
 
     A new draft (new hash) with the same template, user and values. `apiDefaultValues` and
     `customAttributes` sent are laid over the source's, key by key. GET is accepted too, as
-    the Magento module sends it.
+    the Magento module sends it. The copy keeps `disablePreflight` and `remoteAcl` and
+    starts unlocked; options sent override these. `draftParameter` and `pagePlanner` are
+    accepted when they change nothing (null, false, empty), else a 422 naming them.
     """
     svc = services()
     client = current_client().identifier
@@ -169,6 +180,7 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
             draft_hash,
             api_default_values=data.get("apiDefaultValues"),
             custom_attributes=data.get("customAttributes"),
+            flags=draft_flags(data),
         )
     )
     uploaded = svc.storage.read(source.upload_key) if source.upload_key else None

@@ -112,6 +112,17 @@ class LoginRequired(PpsError):
     )
 
 
+class DraftLocked(PpsError):
+    """A save or finish on a draft the shop locked (``locked: true``); the pages show it
+    read-only, so only a stale page or a hand-made request gets here."""
+
+    status = 409
+    default_message = (
+        "The shop has locked this design: it can be looked at but no longer changed. "
+        "Nothing was saved."
+    )
+
+
 class TooManyFields(PayloadTooLarge):
     default_message = (
         f"The form has more than {MAX_FORM_FIELDS} fields; this editor never sends that many."
@@ -370,6 +381,8 @@ def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | 
     saved) when they have problems."""
     ctx = _load(draft_hash)
     _check_form()
+    if ctx.draft.locked:
+        raise DraftLocked()
     submitted = submitted_values(request.form, ctx.fields)
     values = {**ctx.shown_values, **submitted}
     errors = _problems(ctx, values)
@@ -480,6 +493,7 @@ def _problem_json(ctx: EditorContext, errors: dict[str, list[Problem]]) -> Respo
     response = jsonify(
         {
             "message": ctx.t("form.errors"),
+            "success": False,
             "errors": english_errors,
             "fields": by_field,
             "general": general,
@@ -537,7 +551,9 @@ def _page(
         for problem in problems
     ]
     notice_keys = _take_notices(draft.draft_hash)
-    if draft.state == "finished" and "form.finished" not in notice_keys:
+    if draft.locked:
+        notice_keys = ["form.locked"]
+    elif draft.state == "finished" and "form.finished" not in notice_keys:
         notice_keys.append("form.finished")
     notices = [t(key) for key in notice_keys]
     width = EDIT_WIDTH if step == "edit" else LARGE_WIDTH
@@ -550,6 +566,7 @@ def _page(
         t=t,
         locale=t.locale,
         draft=draft,
+        locked=draft.locked,
         state_label=t(f"state.{draft.state}") if draft.state in DRAFT_STATES else draft.state,
         template_name=template_name,
         fields=fields,

@@ -54,6 +54,7 @@ from pps.render import (
 )
 from pps.render.assets import MAX_ASSET_BYTES, AssetLoader, check_relative_name
 from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
+from pps.render.text import as_texts
 
 _T = TypeVar("_T")
 
@@ -209,8 +210,9 @@ def draft_assets(
 
 
 def draft_values(draft: Draft) -> dict[str, object]:
-    """The values a draft renders with: ``apiDefaultValues`` overlaid by the saved values."""
-    return {**draft.api_default_values, **draft.values}
+    """The values a draft renders with: ``apiDefaultValues`` overlaid by the saved values,
+    each as the text it prints as (shops send numbers, bools, even lists as defaults)."""
+    return dict(as_texts({**draft.api_default_values, **draft.values}))
 
 
 def rendered_draft_pdf(

@@ -17,11 +17,11 @@ from pps.files.rendering import (
     template_spec,
 )
 from pps.files.uploaded import uploaded_spec, uses_upload
-from pps.platform.models import Draft, JsonObject, Template
+from pps.platform.models import PREFLIGHT_NOT_CHECKED, Draft, JsonObject, Template
 from pps.platform.repository import Repository
 from pps.platform.storage import FileStorage
 from pps.preflight.pdf import pdf_findings
-from pps.preflight.status import NOT_CHECKED, Finding, status_of
+from pps.preflight.status import Finding, status_of
 from pps.preflight.template import check_template, check_values
 from pps.render import RenderError
 
@@ -33,7 +33,7 @@ def preflight_draft(
 ) -> tuple[int, list[JsonObject]]:
     """``(preflightStatus, validationResults)`` for the draft as it is now."""
     if draft.disable_preflight:
-        return NOT_CHECKED, []
+        return PREFLIGHT_NOT_CHECKED, []
     findings = _findings(storage, draft, template)
     return status_of(findings), [finding.as_json() for finding in findings]
 

@@ -1,11 +1,11 @@
 """What a preflight reports: findings, their severities and the draft's ``preflightStatus``.
 
-The status values live in :data:`pps.platform.models.PREFLIGHT_STATUSES` (the API's schemas
-document them from there):
+The status values live in :mod:`pps.platform.models` (``PREFLIGHT_*`` and
+``PREFLIGHT_STATUSES``; the API's schemas document them from there):
 
 ====  ============  ===========================================================
  -1   not checked   the draft was never checked, or ``disablePreflight`` is set
-  0   passed        nothing found
+  0   ok            nothing found
   1   warnings      only warnings (printable, but a print shop would ask)
   2   errors        at least one error (the print file is wrong or cannot be made)
 ====  ============  ===========================================================
@@ -17,31 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pps.platform.models import (
-    PREFLIGHT_ERRORS,
-    PREFLIGHT_NOT_CHECKED,
-    PREFLIGHT_PASSED,
-    PREFLIGHT_STATUSES,
-    PREFLIGHT_WARNINGS,
-)
+from pps.platform.models import PREFLIGHT_ERRORS, PREFLIGHT_OK, PREFLIGHT_WARNINGS
 
-__all__ = [
-    "ERRORS",
-    "MIN_DPI",
-    "NOT_CHECKED",
-    "PASSED",
-    "STATUS_NAMES",
-    "WARNINGS",
-    "Finding",
-    "Severity",
-    "status_of",
-]
+__all__ = ["MIN_DPI", "Finding", "Severity", "status_of"]
 
-NOT_CHECKED = PREFLIGHT_NOT_CHECKED
-PASSED = PREFLIGHT_PASSED
-WARNINGS = PREFLIGHT_WARNINGS
-ERRORS = PREFLIGHT_ERRORS
-STATUS_NAMES = PREFLIGHT_STATUSES
 #: Images print sharp from this resolution at their placed size; below it is a warning.
 MIN_DPI = 300
 
@@ -68,10 +47,11 @@ class Finding:
 
 
 def status_of(findings: Iterable[Finding]) -> int:
-    """ERRORS if any finding is an error, WARNINGS if any is a warning, else PASSED."""
+    """PREFLIGHT_ERRORS if any finding is an error, PREFLIGHT_WARNINGS if any is a warning,
+    else PREFLIGHT_OK."""
     severities = {finding.severity for finding in findings}
     if "error" in severities:
-        return ERRORS
+        return PREFLIGHT_ERRORS
     if "warning" in severities:
-        return WARNINGS
-    return PASSED
+        return PREFLIGHT_WARNINGS
+    return PREFLIGHT_OK

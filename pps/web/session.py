@@ -6,10 +6,11 @@ itsdangerous's (:class:`~flask.sessions.SecureCookieSessionInterface`); pps sets
 * HMAC-SHA256 and the salt ``pps-session`` (cookies signed before this module used Flask's
   writer, plain JSON with the same key, salt and digest, still load);
 * the signing serializer is built once per app and secret key instead of once per request;
-* where a session exists at all. Only the browser login (``/auth``) and the editor
-  (``/editor/...``) use one. Everything else (the API, the file endpoints and file links,
-  the API reference, static files) gets a read-only empty session: the cookie is not
-  verified, no ``Set-Cookie`` and no ``Vary: Cookie`` go out, and a write fails loudly.
+* where a session exists at all. Only the browser login (``/auth``), the editor
+  (``/editor/...``) and the reviewer's page (``/review/...``) use one. Everything else
+  (the API, the file endpoints and file links, the API reference, static files) gets a
+  read-only empty session: the cookie is not verified, no ``Set-Cookie`` and no
+  ``Vary: Cookie`` go out, and a write fails loudly.
   ``/auth`` starts a fresh session without reading the one before it: a login replaces
   whatever the browser held (no fixation), and a refused login leaves it alone.
 """
@@ -28,7 +29,7 @@ __all__ = ["LOGIN_PATH", "SESSION_PREFIXES", "PpsSessionInterface", "Sessionless
 #: The login writes a new session and never reads the old one.
 LOGIN_PATH = "/auth"
 #: Paths whose pages read and write the session.
-SESSION_PREFIXES = ("/editor/",)
+SESSION_PREFIXES = ("/editor/", "/review/")
 
 _SERIALIZER = "pps.session_serializer"
 

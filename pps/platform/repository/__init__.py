@@ -123,9 +123,10 @@ class Repository(Protocol):
         intent: str,
         api_default_values: JsonObject,
         custom_attributes: JsonObject,
-        disable_preflight: bool = False,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
-        """None when the user or the template is not the client's."""
+        """None when the user or the template is not the client's. ``flags``: draft options
+        by their names in :data:`pps.platform.models.DRAFT_FLAGS` (false when left out)."""
         ...
 
     def get_draft(self, client: str, draft_hash: str) -> Draft | None: ...
@@ -147,7 +148,7 @@ class Repository(Protocol):
         custom_attributes: JsonObject | None = None,
         values: JsonObject | None = None,
         state: str | None = None,
-        disable_preflight: bool | None = None,
+        flags: Mapping[str, bool] | None = None,
         upload_key: str | None = None,
     ) -> Draft | None:
         """Apply the given changes and bump ``version``; None when no such draft."""
@@ -177,9 +178,11 @@ class Repository(Protocol):
         *,
         api_default_values: JsonObject | None = None,
         custom_attributes: JsonObject | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         """A new draft with a new hash and the same template, user and values; the maps
-        given are laid over the source's, key by key."""
+        given are laid over the source's, key by key. The copy keeps the source's flags but
+        ``locked``, which starts false; ``flags`` given override them."""
         ...
 
     def claim_drafts(

@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from pps.platform import ids
-from pps.platform.models import Client, Draft, DraftRef, JsonObject, Template, User
-from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page
+from pps.platform.models import DRAFT_FLAGS, Client, Draft, DraftRef, JsonObject, Template, User
+from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page, deadline
 from pps.platform.repository.lookups import PointLookup, readers_for
 from pps.platform.repository.tables import clients, drafts, templates, users
 
@@ -100,6 +100,13 @@ def server_timeouts(timeout: float) -> dict[str, Any]:
     and ``pool_pre_ping`` replaces connections that a restart closed without a failed
     request. Failures surface as SQLAlchemy's ``OperationalError``/``TimeoutError``,
     which the web layer answers with 503.
+
+    The server enforces its statement timeout only while it runs; a server whose every
+    process stopped would leave the client waiting. The client's own deadlines
+    (:mod:`pps.platform.repository.deadline`, set in :func:`create_engine`) close the
+    connection after five sixths of ``timeout`` for a statement (after the server's own
+    timeout would have answered) and after a third for the pool's pre-ping (leaving two
+    thirds for connecting afresh).
     """
     connect = max(2, math.ceil(timeout * 2 / 3))
     statement_ms = max(1, round(timeout * 2000 / 3))
@@ -135,7 +142,10 @@ def create_engine(url: str, *, timeout: float | None = None) -> Engine:
         return engine
     if timeout is None:
         return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
-    return sa.create_engine(url, pool_size=5, max_overflow=10, **server_timeouts(timeout))
+    engine = sa.create_engine(url, pool_size=5, max_overflow=10, **server_timeouts(timeout))
+    if engine.dialect.driver == "psycopg":
+        deadline.guard(engine, limit=timeout * 5 / 6, ping_limit=timeout / 3)
+    return engine
 
 
 def upgrade_database(url: str, revision: str = "head") -> None:
@@ -207,11 +217,22 @@ def _draft(row: RowMapping) -> Draft:
         version=row["version"],
         created_at=_aware(row["created_at"]) or utcnow(),
         updated_at=_aware(row["updated_at"]) or utcnow(),
+        locked=bool(row["locked"]),
+        disable_preflight=bool(row["disable_preflight"]),
+        remote_acl=bool(row["remote_acl"]),
         preflight_status=row["preflight_status"],
         validation_results=tuple(row["validation_results"] or ()),
-        disable_preflight=bool(row["disable_preflight"]),
         upload_key=row["upload_key"],
     )
+
+
+def _flags(flags: Mapping[str, bool] | None) -> dict[str, bool]:
+    """The draft options of ``flags`` (keys of DRAFT_FLAGS); anything else is a bug."""
+    flags = dict(flags or {})
+    unknown = set(flags) - set(DRAFT_FLAGS)
+    if unknown:
+        raise ValueError(f"not draft flags: {sorted(unknown)}")
+    return {name: bool(value) for name, value in flags.items()}
 
 
 class SqlRepository:
@@ -497,7 +518,7 @@ class SqlRepository:
         intent: str,
         api_default_values: JsonObject,
         custom_attributes: JsonObject,
-        disable_preflight: bool = False,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         if self.get_user(client, user_identifier) is None:
             return None
@@ -516,7 +537,7 @@ class SqlRepository:
             "version": 1,
             "created_at": now,
             "updated_at": now,
-            "disable_preflight": disable_preflight,
+            **_flags(flags),
         }
         try:
             draft_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
@@ -567,14 +588,16 @@ class SqlRepository:
         custom_attributes: JsonObject | None = None,
         values: JsonObject | None = None,
         state: str | None = None,
-        disable_preflight: bool | None = None,
+        flags: Mapping[str, bool] | None = None,
         upload_key: str | None = None,
     ) -> Draft | None:
         if _impossible(client, draft_hash):
             return None
-        changes: dict[str, Any] = {"version": drafts.c.version + 1, "updated_at": utcnow()}
-        if disable_preflight is not None:
-            changes["disable_preflight"] = disable_preflight
+        changes: dict[str, Any] = {
+            "version": drafts.c.version + 1,
+            "updated_at": utcnow(),
+            **_flags(flags),
+        }
         if upload_key is not None:
             changes["upload_key"] = upload_key
         if api_default_values is not None:
@@ -635,6 +658,7 @@ class SqlRepository:
         *,
         api_default_values: JsonObject | None = None,
         custom_attributes: JsonObject | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         original = self.get_draft(client, draft_hash)
         if original is None:
@@ -650,10 +674,15 @@ class SqlRepository:
             "api_default_values": {**original.api_default_values, **(api_default_values or {})},
             "custom_attributes": {**original.custom_attributes, **(custom_attributes or {})},
             # The copy is checked anew on its first change; its upload is copied by the caller.
-            "disable_preflight": original.disable_preflight,
             "version": 1,
             "created_at": now,
             "updated_at": now,
+            # A copy keeps how it is checked and guarded, but starts unlocked: shops copy
+            # ordered (locked) drafts so that the customer can change the copy.
+            "disable_preflight": original.disable_preflight,
+            "remote_acl": original.remote_acl,
+            "locked": False,
+            **_flags(flags),
         }
         try:
             new_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
