@@ -77,6 +77,7 @@ def register_api(app: Flask) -> None:
     from pps.processing import api as processing  # noqa: F401
     from pps.reviews.api import review_files
     from pps.templates import api as templates  # noqa: F401
+    from pps.uploads import api as uploads  # noqa: F401
     from pps.users import api as users  # noqa: F401
     from pps.web.openapi import api_of
 

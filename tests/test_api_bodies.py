@@ -21,24 +21,32 @@ from pps.platform.models import Client
 from pps.platform.repository.sql import SqlRepository
 from pps.web.openapi import api_of
 
+#: The endpoints that read a JSON or form body if one is sent (close-review too, though the
+#: PHP SDK sends none); upload reads multipart only and answers any other body with 415
+#: (test_upload_takes_no_json_or_form_body).
+TEXT_BODIES = [e for e in POST_OR_PUT if not e[1].endswith("/upload")]
+
 
 @pytest.fixture
-def world(api: ApiClient, repo: SqlRepository, tenant: Client) -> dict[str, str]:
+def world(app: Flask, repo: SqlRepository, tenant: Client) -> dict[str, str]:
     user = make_user(repo, tenant, first_name="Mine")
     source = make_user(repo, tenant, first_name="Also mine")
     template = make_template(repo, tenant, "TPLmine1")
     draft = make_draft(repo, tenant, user, template)
-    created = api.post(
-        "/api-ext/review", json={"draftId": draft.draft_hash, "user": [source.identifier]}
+    review = app.extensions["pps.reviews"].create(
+        tenant.identifier,
+        draft_id=draft.draft_hash,
+        users=[user.identifier],
+        close_callback_url=None,
+        remote_acl=False,
     )
-    assert created.status_code == 201, created.get_data()
     return {
-        "review": created.get_json()["data"]["reviewId"],
         "user": user.identifier,
         "source": source.identifier,
         "template": template.identifier,
         "draft": draft.draft_hash,
         "processing": "0123456789abcdef0123456789abcdef",
+        "review": review.review_id,
     }
 
 
@@ -62,7 +70,7 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
-@pytest.mark.parametrize("endpoint", POST_OR_PUT, ids=endpoint_id)
+@pytest.mark.parametrize("endpoint", TEXT_BODIES, ids=endpoint_id)
 def test_lone_surrogates_in_json_are_4xx_and_write_nothing(
     api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
 ) -> None:
@@ -78,7 +86,7 @@ def test_lone_surrogates_in_json_are_4xx_and_write_nothing(
     assert snapshot(repo) == before
 
 
-@pytest.mark.parametrize("endpoint", POST_OR_PUT, ids=endpoint_id)
+@pytest.mark.parametrize("endpoint", TEXT_BODIES, ids=endpoint_id)
 def test_lone_surrogates_in_form_fields_are_4xx_and_write_nothing(
     api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
 ) -> None:
@@ -96,6 +104,31 @@ def test_lone_surrogates_in_form_fields_are_4xx_and_write_nothing(
         )
         assert_error(response, 400)
         assert "UTF-8" in response.get_json()["message"]
+    assert snapshot(repo) == before
+
+
+def test_upload_takes_no_json_or_form_body(
+    api: ApiClient, repo: SqlRepository, tenant: Client, world: dict[str, str]
+) -> None:
+    """The bodies above, sent to the upload of a draft that takes one: a 415 naming
+    multipart, whatever the bytes, and nothing written."""
+    user = repo.get_user(tenant.identifier, world["user"])
+    template = repo.get_template(tenant.identifier, world["template"])
+    draft = make_draft(repo, tenant, user, template, intent="upload")
+    before = snapshot(repo)
+    path = url("/api-ext/draft/{draft}/upload", world, draft=draft.draft_hash)
+    sent = [
+        *(
+            (raw, "application/json")
+            for raw in _with_surrogate("PUT", "/api-ext/draft/{draft}", world)
+        ),
+        (b"firstName=%ED%A0%80&file=%ED%A0%80", "application/x-www-form-urlencoded"),
+        (b"file=\xed\xa0\x80", "application/x-www-form-urlencoded"),
+    ]
+    for raw, content_type in sent:
+        response = api.post(path, data=raw, content_type=content_type)
+        body = assert_error(response, 415)
+        assert "multipart/form-data" in body["message"], body
     assert snapshot(repo) == before
 
 

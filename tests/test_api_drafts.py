@@ -58,7 +58,14 @@ def assert_draft(draft: dict[str, Any]) -> dict[str, Any]:
         assert isinstance(draft[name], bool), name
     assert isinstance(draft["apiDefaultValues"], dict)
     assert isinstance(draft["customAttributes"], dict)
-    assert draft["validationResults"] == []
+    # The SDK's ValidationResult (src/Client/Draft/ValidationResult.php): int|null row,
+    # int page, string message and severity. Tests of what preflight finds: test_preflight.py.
+    assert isinstance(draft["preflightStatus"], int)
+    for result in draft["validationResults"]:
+        assert set(result) == {"row", "page", "message", "severity"}
+        assert result["row"] is None or isinstance(result["row"], int)
+        assert isinstance(result["page"], int) and isinstance(result["message"], str)
+        assert result["severity"] in ("error", "warning")
     return draft
 
 

@@ -44,6 +44,7 @@ ENDPOINTS = [
     ("DELETE", "/api-ext/draft/{draft}"),
     ("POST", "/api-ext/draft/{draft}/replicate"),
     ("GET", "/api-ext/draft/{draft}/replicate"),
+    ("POST", "/api-ext/draft/{draft}/upload"),
     ("GET", "/api-ext/template"),
     ("GET", "/api-ext/template/{template}"),
     ("POST", "/api-ext/pdf-processing"),
@@ -57,12 +58,13 @@ ENDPOINTS = [
 WITH_ID = [e for e in ENDPOINTS if "{" in e[1]]
 #: A processing of another tenant would start a background job; the resources here do not.
 OF_OTHER_TENANT = [e for e in WITH_ID if "{processing}" not in e[1]]
-#: Endpoints that read a body. Replicate takes none (the Magento module even sends GET), nor
-#: does close-review (the PHP SDK sends none).
+#: Endpoints that read a JSON or form body. Replicate takes none (the Magento module even sends
+#: GET), nor does close-review (the PHP SDK sends none); upload takes a multipart PDF only (its
+#: limits and refusals: test_preflight.py).
 WITH_BODY = [
     e
     for e in ENDPOINTS
-    if e[0] in ("POST", "PUT") and not e[1].endswith(("/replicate", "/close-review"))
+    if e[0] in ("POST", "PUT") and not e[1].endswith(("/replicate", "/close-review", "/upload"))
 ]
 POST_OR_PUT = [e for e in ENDPOINTS if e[0] in ("POST", "PUT")]
 

@@ -14,10 +14,9 @@ from flask import current_app
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
 from pps.platform.models import (
-    PREFLIGHT_ERRORS,
+    DRAFT_INTENTS,
     PREFLIGHT_NOT_CHECKED,
-    PREFLIGHT_OK,
-    PREFLIGHT_WARNINGS,
+    PREFLIGHT_STATUSES,
     Draft,
     Template,
 )
@@ -129,6 +128,29 @@ class UserInput(Input):
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
 
+INTENTS_DOC = (
+    "What the draft is for. `customize` (default): the customer fills the template's "
+    "DataKeys in the editor. `personalize`: the same editor and files, for drafts whose "
+    "values the shop fills per recipient (`apiDefaultValues`). `upload`: the customer's own "
+    "print PDF (`POST /api-ext/draft/{draftHash}/upload`) is the print file, as uploaded; "
+    "previews and images are rendered from it; until one is uploaded the draft has no files. "
+    "`upload-and-editor`: the uploaded PDF becomes the artwork of the template's pages and "
+    "the template's fields are drawn over it, filled in the editor as with `customize`. "
+    "`order`: an older name, rendered like `customize`."
+)
+PREFLIGHT_DOC = (
+    "Outcome of the last preflight, run on every editor save and finish, API update and "
+    "upload (unless `disablePreflight`): "
+    + ", ".join(f"`{value}` {name}" for value, name in sorted(PREFLIGHT_STATUSES.items()))
+    + ". A new draft is `-1` until its first change. Checked: required values, values "
+    "that do not fit their box (errors), images below 300 dpi at their placed size, "
+    "RGB images and colours in a template with `colorSpace: cmyk` (warnings), fonts whose "
+    "licence forbids embedding (OS/2 fsType; errors); for an uploaded PDF also its images "
+    "and fonts (page count, size within ±1 mm, embedded fonts and no "
+    "encryption are required by the upload itself). Findings are in `validationResults`."
+)
+
+
 def _unsupported(feature: str) -> fields.Raw:
     """An option of the reference's DraftBuilder that pps does not offer. Its default (left
     out, null, false, 0, "", [] or {}, or a map or list of such) changes nothing and is
@@ -230,7 +252,9 @@ class DraftCreateInput(DraftOptionsInput):
     templateIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     userIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     intent = fields.String(
-        load_default="customize", validate=validate.OneOf(["customize", "upload", "order"])
+        load_default="customize",
+        validate=validate.OneOf(DRAFT_INTENTS),
+        metadata={"description": INTENTS_DOC},
     )
     # null is taken as "not sent": the PHP SDK may send its unset typed properties as null.
     apiDefaultValues = JsonObjectField(
@@ -374,7 +398,10 @@ class ValidationResultOut(Output):
     row = fields.Integer(
         allow_none=True,
         required=True,
-        metadata={"description": "The variable-data row (from 1); null for the draft itself."},
+        metadata={
+            "description": "The variable-data row (from 1); null for the draft itself "
+            "(every record)."
+        },
     )
     page = fields.Integer(required=True, metadata={"description": "The page, from 1."})
     message = fields.String(required=True)
@@ -404,13 +431,7 @@ class DraftOut(Output):
         attribute="preflight_status",
         dump_default=PREFLIGHT_NOT_CHECKED,
         required=True,
-        metadata={
-            "enum": [PREFLIGHT_NOT_CHECKED, PREFLIGHT_OK, PREFLIGHT_WARNINGS, PREFLIGHT_ERRORS],
-            "description": f"{PREFLIGHT_NOT_CHECKED}: not checked (not yet, or "
-            f"`disablePreflight`); {PREFLIGHT_OK}: checked, nothing found; "
-            f"{PREFLIGHT_WARNINGS}: warnings only; {PREFLIGHT_ERRORS}: at least one error. "
-            "`validationResults` lists the findings.",
-        },
+        metadata={"description": PREFLIGHT_DOC, "enum": sorted(PREFLIGHT_STATUSES)},
     )
     variant = Whole(VariantOut, required=True)
     apiDefaultValues = fields.Dict(

@@ -18,8 +18,10 @@ from pps.api.schemas import (
     draft_flags,
 )
 from pps.files.sweep import delete_draft_files
+from pps.files.uploaded import upload_key
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft
+from pps.preflight import preflight_and_store
 
 blp = resource("drafts", "Draft")
 
@@ -128,16 +130,20 @@ def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
 
     Each object sent replaces the stored one; fields not sent stay as they are. A locked
     draft can be updated: the lock keeps the customer's editor read-only, not the shop
-    (send `locked: false` to lift it). Options as on create.
+    (send `locked: false` to lift it). Options as on create. The draft is preflighted
+    afterwards (unless `disablePreflight`): see `preflightStatus`.
     """
-    record = services().repository.update_draft(
-        current_client().identifier,
-        draft_hash,
-        api_default_values=data.get("apiDefaultValues"),
-        custom_attributes=data.get("customAttributes"),
-        flags=draft_flags(data),
+    svc = services()
+    record = _found(
+        svc.repository.update_draft(
+            current_client().identifier,
+            draft_hash,
+            api_default_values=data.get("apiDefaultValues"),
+            custom_attributes=data.get("customAttributes"),
+            flags=draft_flags(data),
+        )
     )
-    return {"data": _found(record)}
+    return {"data": preflight_and_store(svc.repository, svc.storage, record)}
 
 
 @blp.delete("/draft/<draft_hash:draft_hash>")
@@ -165,14 +171,24 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     starts unlocked; options sent override these. `draftParameter` and `pagePlanner` are
     accepted when they change nothing (null, false, empty), else a 422 naming them.
     """
-    record = services().repository.replicate_draft(
-        current_client().identifier,
-        draft_hash,
-        api_default_values=data.get("apiDefaultValues"),
-        custom_attributes=data.get("customAttributes"),
-        flags=draft_flags(data),
+    svc = services()
+    client = current_client().identifier
+    source = _found(svc.repository.get_draft(client, draft_hash))
+    record = _found(
+        svc.repository.replicate_draft(
+            client,
+            draft_hash,
+            api_default_values=data.get("apiDefaultValues"),
+            custom_attributes=data.get("customAttributes"),
+            flags=draft_flags(data),
+        )
     )
-    return {"data": _found(record)}
+    uploaded = svc.storage.read(source.upload_key) if source.upload_key else None
+    if uploaded is not None:  # the copy gets its own, deleted with it
+        key = upload_key(client, record.draft_hash, uploaded)
+        svc.storage.put(key, uploaded)
+        record = _found(svc.repository.update_draft(client, record.draft_hash, upload_key=key))
+    return {"data": record}
 
 
 bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource

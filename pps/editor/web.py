@@ -43,18 +43,20 @@ from pps.editor.model import (
 )
 from pps.files.render_limits import render_budget
 from pps.files.rendering import (
+    NoUpload,
     RenderPolicy,
-    StorageAssets,
     TemplateNotRenderable,
     decoded,
+    draft_assets,
+    draft_spec,
     render_draft_file,
     render_draft_values_image,
-    template_spec,
 )
 from pps.platform.errors import NotFound, PayloadTooLarge, PpsError
 from pps.platform.http_headers import PAGE_CSP
 from pps.platform.models import DRAFT_STATES, Client, Draft, Template
 from pps.platform.storage import StoredFile
+from pps.preflight import preflight_and_store
 from pps.render import (
     Field,
     InvalidValues,
@@ -273,8 +275,8 @@ def _load(draft_hash: str) -> EditorContext:
     spec = None
     if template is not None:
         try:
-            spec = template_spec(template)
-        except TemplateNotRenderable:
+            spec = draft_spec(draft, template)
+        except (TemplateNotRenderable, NoUpload):
             spec = None
     fields = editor_fields(template, spec, draft)
     entry = _session_entry(draft_hash)
@@ -358,10 +360,11 @@ def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Prob
     errors: dict[str, list[Problem]] = {}
     spec = ctx.spec
     if spec is not None:
-        assets = StorageAssets(
+        assert ctx.template is not None
+        assets = draft_assets(
             services().storage,
-            ctx.client.identifier,
-            ctx.draft.template_identifier,
+            ctx.draft,
+            ctx.template,
             max_pixels=services().settings.max_image_pixels,
         )
         try:
@@ -395,7 +398,7 @@ def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft
     )
     if draft is None:  # deleted by the shop meanwhile
         raise NotFound("There is no such design.")
-    return draft
+    return preflight_and_store(services().repository, services().storage, draft)
 
 
 # -- previews ----------------------------------------------------------------------------
@@ -458,10 +461,11 @@ def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
 def _render(ctx: EditorContext, values: dict[str, str], page: int, width: int) -> bytes:
     assert ctx.spec is not None
     size = image_size(ctx.spec, width, None)
-    assets = StorageAssets(
+    assert ctx.template is not None
+    assets = draft_assets(
         services().storage,
-        ctx.client.identifier,
-        ctx.draft.template_identifier,
+        ctx.draft,
+        ctx.template,
         max_pixels=services().settings.max_image_pixels,
     )
     body, _ = render_file(

@@ -35,6 +35,7 @@ from pps.files.keys import (
     template_asset_key,
     template_rendered_preview_key,
 )
+from pps.files.uploaded import UploadAssets, uploaded_spec, uses_upload
 from pps.platform.models import Draft, DraftRef, Template, TemplateRef
 from pps.platform.storage import FileStorage, StoredFile
 from pps.render import (
@@ -51,17 +52,20 @@ from pps.render import (
     parse_spec,
     render_file,
 )
-from pps.render.assets import MAX_ASSET_BYTES, check_relative_name
+from pps.render.assets import MAX_ASSET_BYTES, AssetLoader, check_relative_name
 from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
 from pps.render.text import as_texts
 
 _T = TypeVar("_T")
 
 __all__ = [
+    "NoUpload",
     "RenderPolicy",
     "StorageAssets",
     "TemplateNotRenderable",
     "decoded",
+    "draft_assets",
+    "draft_spec",
     "draft_values",
     "imported_preview_digest",
     "render_draft_file",
@@ -75,6 +79,10 @@ __all__ = [
 
 class TemplateNotRenderable(RenderError):
     """The stored template no longer parses (imported before validation got stricter)."""
+
+
+class NoUpload(RenderError):
+    """A draft of intent ``upload`` has no uploaded PDF yet, so it has no files."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,35 @@ def template_spec(template: Template) -> TemplateSpec:
         ) from None
 
 
+def draft_spec(draft: Draft, template: Template) -> TemplateSpec:
+    """What the draft renders: the template, or with an uploaded PDF as its pages' artwork
+    (:mod:`pps.files.uploaded`). ``upload`` without an upload is :class:`NoUpload`."""
+    spec = template_spec(template)
+    if uses_upload(draft):
+        assert draft.upload_key is not None
+        return uploaded_spec(spec, draft.intent, draft.upload_key)
+    if draft.intent == "upload":
+        raise NoUpload("no print PDF has been uploaded for this draft yet")
+    return spec
+
+
+def draft_assets(
+    storage: FileStorage,
+    draft: Draft,
+    template: Template,
+    *,
+    max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+) -> AssetLoader:
+    """The files the draft renders from: its template's, and its upload if it has one."""
+    files = StorageAssets(
+        storage, draft.client_identifier, template.identifier, max_pixels=max_pixels
+    )
+    if uses_upload(draft):
+        assert draft.upload_key is not None
+        return UploadAssets(storage, draft.upload_key, files)
+    return files
+
+
 def draft_values(draft: Draft) -> dict[str, object]:
     """The values a draft renders with: ``apiDefaultValues`` overlaid by the saved values,
     each as the text it prints as (shops send numbers, bools, even lists as defaults)."""
@@ -214,9 +251,17 @@ def render_draft_file(
     if kind not in DRAFT_FILE_KINDS:
         raise RenderOptionError(f"kind must be one of {', '.join(DRAFT_FILE_KINDS)}, got {kind!r}")
     client = draft.client_identifier
+    if draft.intent == "upload" and kind == "print":
+        # The customer's PDF is the print file, as uploaded (with its boxes completed).
+        if draft.upload_key is None:
+            raise NoUpload("no print PDF has been uploaded for this draft yet")
+        uploaded = storage.stat(draft.upload_key)
+        if uploaded is None:
+            raise AssetError("the uploaded PDF is missing from file storage; upload it again")
+        return uploaded
     size: tuple[int, int] | None = None
     if kind == "image":
-        spec = spec or template_spec(template)
+        spec = spec or draft_spec(draft, template)
         _check_page(spec, page)
         width, height = _stepped_request(spec, width, height, policy)
         size = image_size(spec, width, height)
@@ -224,8 +269,8 @@ def render_draft_file(
 
     def make() -> bytes:
         nonlocal spec
-        spec = spec or template_spec(template)
-        assets = StorageAssets(storage, client, template.identifier, max_pixels=policy.max_pixels)
+        spec = spec or draft_spec(draft, template)
+        assets = draft_assets(storage, draft, template, max_pixels=policy.max_pixels)
         body, _ = render_file(
             cast(Kind, kind),
             spec,
@@ -264,9 +309,7 @@ def render_draft_values_image(
     )
 
     def make() -> bytes:
-        assets = StorageAssets(
-            storage, draft.client_identifier, template.identifier, max_pixels=policy.max_pixels
-        )
+        assets = draft_assets(storage, draft, template, max_pixels=policy.max_pixels)
         body, _ = render_file("image", spec, values, assets, page=page, width=width)
         return body
 

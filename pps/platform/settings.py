@@ -32,6 +32,7 @@ class Settings:
     nonce_ttl: int = 30 * 24 * 3600
     client_cache_ttl: float = 5.0
     max_body_bytes: int = 1024 * 1024
+    max_upload_bytes: int = 64 * 1024 * 1024
     development: bool = False
     x_accel_prefix: str = ""
     worker_mode: str = "auto"
@@ -62,6 +63,7 @@ _INT_SETTINGS = {
     "jwt_leeway": "PPS_JWT_LEEWAY",
     "nonce_ttl": "PPS_NONCE_TTL",
     "max_body_bytes": "PPS_MAX_BODY_BYTES",
+    "max_upload_bytes": "PPS_MAX_UPLOAD_BYTES",
     "max_image_pixels": "PPS_MAX_IMAGE_PIXELS",
     "renders_per_minute": "PPS_RENDERS_PER_MINUTE",
 }
@@ -147,7 +149,13 @@ def load_settings(
             raise SettingsError(f"unknown setting {key!r}")
         values[key] = value
     settings = Settings(**values)
-    for attr in ("file_link_ttl", "nonce_ttl", "max_body_bytes", "max_image_pixels"):
+    for attr in (
+        "file_link_ttl",
+        "nonce_ttl",
+        "max_body_bytes",
+        "max_upload_bytes",
+        "max_image_pixels",
+    ):
         if getattr(settings, attr) < 1:
             raise SettingsError(f"{attr} must be at least 1, got {getattr(settings, attr)}")
     if settings.worker_mode not in WORKER_MODES:

@@ -220,6 +220,8 @@ class TemplateSpec:
     pages: tuple[Page, ...]
     fields: tuple[Field, ...]
     digest: str
+    #: ``colorSpace`` of the template: "cmyk" makes preflight flag RGB images and colours.
+    color_space: Literal["cmyk", "rgb"] | None = None
 
     @property
     def files(self) -> tuple[str, ...]:

@@ -161,8 +161,24 @@ class Repository(Protocol):
         values: JsonObject | None = None,
         state: str | None = None,
         flags: Mapping[str, bool] | None = None,
+        upload_key: str | None = None,
     ) -> Draft | None:
         """Apply the given changes and bump ``version``; None when no such draft."""
+        ...
+
+    def set_preflight(
+        self,
+        client: str,
+        draft_hash: str,
+        version: int,
+        status: int,
+        results: Sequence[JsonObject],
+    ) -> bool:
+        """Store a preflight's outcome for the draft at ``version``, without bumping it.
+
+        False (nothing written) when the draft is gone or has moved on to another version:
+        a slow check of an older version never overwrites a newer one's results.
+        """
         ...
 
     def delete_draft(self, client: str, draft_hash: str) -> bool: ...

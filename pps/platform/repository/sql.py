@@ -233,6 +233,9 @@ def _draft(row: RowMapping) -> Draft:
         locked=bool(row["locked"]),
         disable_preflight=bool(row["disable_preflight"]),
         remote_acl=bool(row["remote_acl"]),
+        preflight_status=row["preflight_status"],
+        validation_results=tuple(row["validation_results"] or ()),
+        upload_key=row["upload_key"],
     )
 
 
@@ -614,6 +617,7 @@ class SqlRepository:
         values: JsonObject | None = None,
         state: str | None = None,
         flags: Mapping[str, bool] | None = None,
+        upload_key: str | None = None,
     ) -> Draft | None:
         if _impossible(client, draft_hash):
             return None
@@ -622,6 +626,8 @@ class SqlRepository:
             "updated_at": utcnow(),
             **_flags(flags),
         }
+        if upload_key is not None:
+            changes["upload_key"] = upload_key
         if api_default_values is not None:
             changes["api_default_values"] = dict(api_default_values)
         if custom_attributes is not None:
@@ -639,6 +645,28 @@ class SqlRepository:
             if not result.rowcount:
                 return None
         return self.get_draft(client, draft_hash)
+
+    def set_preflight(
+        self,
+        client: str,
+        draft_hash: str,
+        version: int,
+        status: int,
+        results: Sequence[JsonObject],
+    ) -> bool:
+        if _impossible(client, draft_hash):
+            return False
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                drafts.update()
+                .where(
+                    drafts.c.draft_hash == draft_hash,
+                    drafts.c.client_identifier == client,
+                    drafts.c.version == version,
+                )
+                .values(preflight_status=status, validation_results=[dict(r) for r in results])
+            )
+        return bool(result.rowcount)
 
     def delete_draft(self, client: str, draft_hash: str) -> bool:
         if _impossible(client, draft_hash):
@@ -673,6 +701,7 @@ class SqlRepository:
             "values": original.values,
             "api_default_values": {**original.api_default_values, **(api_default_values or {})},
             "custom_attributes": {**original.custom_attributes, **(custom_attributes or {})},
+            # The copy is checked anew on its first change; its upload is copied by the caller.
             "version": 1,
             "created_at": now,
             "updated_at": now,

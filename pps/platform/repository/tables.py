@@ -96,6 +96,10 @@ drafts = sa.Table(
     sa.Column("locked", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("disable_preflight", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("remote_acl", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Preflight (pps.preflight) and the customer's own print PDF (intents upload*): 0006.
+    sa.Column("preflight_status", sa.Integer, nullable=False, server_default="-1"),
+    sa.Column("validation_results", sa.JSON, nullable=False, server_default="[]"),
+    sa.Column("upload_key", sa.String(500), nullable=True),
     sa.ForeignKeyConstraint(
         ["client_identifier", "template_identifier"],
         ["templates.client_identifier", "templates.identifier"],

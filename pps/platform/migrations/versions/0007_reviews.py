@@ -1,7 +1,7 @@
 """reviews (proof approval) and their reviewers' decisions
 
 Revision ID: 0007
-Revises: 0003
+Revises: 0006
 Create Date: 2026-12-01 09:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0003"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
