@@ -47,9 +47,15 @@ def register_settings(app: Flask, settings: Settings) -> None:
 def register_services(app: Flask, settings: Settings) -> None:
     from pps.platform.services import build_services
     from pps.processing.job import run_in_process
+    from pps.reviews.service import Reviews, notify_in_background
+    from pps.reviews.store import open_review_store
     from pps.webhooks.dispatcher import start_dispatcher
 
-    app.extensions["pps"] = build_services(settings, run_in_process, start_dispatcher)
+    services = build_services(settings, run_in_process, start_dispatcher)
+    app.extensions["pps"] = services
+    app.extensions["pps.reviews"] = Reviews(
+        services, open_review_store(services.repository), notify_in_background(services)
+    )
 
 
 def register_blueprints(app: Flask) -> None:
@@ -65,11 +71,14 @@ def register_api(app: Flask) -> None:
     modules nest themselves when imported: ``api.<resource>.<view>``), and the file endpoints
     (a JWT in the query instead of the bearer key) beside it."""
     from pps.api import DraftHashConverter, bp, draft_hash_schema
+    from pps.api.not_offered import not_offered_tokens
     from pps.clients import api as clients  # noqa: F401  (each nests itself in bp)
     from pps.drafts import api as drafts  # noqa: F401
+    from pps.drafts import upload_api as draft_upload  # noqa: F401
     from pps.files.api import files_api
     from pps.groups import api as groups  # noqa: F401
     from pps.processing import api as processing  # noqa: F401
+    from pps.reviews.api import review_files
     from pps.templates import api as templates  # noqa: F401
     from pps.uploads import api as uploads  # noqa: F401
     from pps.users import api as users  # noqa: F401
@@ -83,6 +92,8 @@ def register_api(app: Flask) -> None:
     api.register_converter(DraftHashConverter, draft_hash_schema)
     api.register_blueprint(bp)
     api.register_blueprint(files_api)
+    api.register_blueprint(review_files)
+    api.register_blueprint(not_offered_tokens)
 
 
 def register_web(app: Flask) -> None:
@@ -90,12 +101,14 @@ def register_web(app: Flask) -> None:
     from pps.auth import web as auth
     from pps.editor import web as editor  # noqa: F401  (routes register on bp)
     from pps.files import web as files  # noqa: F401  (routes register on bp)
+    from pps.reviews import web as reviews
     from pps.web import bp, docs  # noqa: F401  (docs: routes register on bp)
     from pps.web.session import PpsSessionInterface
 
     app.session_interface = PpsSessionInterface()
     app.permanent_session_lifetime = auth.SESSION_LIFETIME
     app.register_blueprint(bp)
+    app.register_blueprint(reviews.bp)
 
 
 def register_error_handlers(app: Flask) -> None:

@@ -129,6 +129,7 @@ def assert_error(response: Any, status: int, *fields: str) -> dict[str, Any]:
     body = response.get_json()
     assert isinstance(body, dict), body
     assert isinstance(body.get("message"), str) and body["message"], body
+    assert body.get("success") is False, body  # as the reference's error bodies
     if status == 422:
         errors = body.get("errors")
         assert isinstance(errors, dict), body

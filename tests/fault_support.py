@@ -17,8 +17,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,20 +176,96 @@ class PostgresCluster:
     def postmaster_pid(self) -> int:
         return int((self.data / "postmaster.pid").read_text().split()[0])
 
+    def children(self) -> list[int]:
+        """The postmaster's children: a backend per connection and its helpers."""
+        found: list[int] = []
+        for task in Path(f"/proc/{self.postmaster_pid()}/task").iterdir():
+            found += [int(pid) for pid in (task / "children").read_text().split()]
+        return found
+
+    def processes(self) -> list[int]:
+        return [self.postmaster_pid(), *self.children()]
+
+    def running(self) -> list[int]:
+        """Processes of the cluster that are neither stopped (state ``T``) nor exited and
+        waiting for the stopped postmaster to reap them (``Z``)."""
+        running = []
+        for pid in self.processes():
+            with contextlib.suppress(FileNotFoundError):
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state not in ("T", "Z"):
+                    running.append(pid)
+        return running
+
+    def sessions(self, database: str) -> int:
+        """Client connections open on ``database``, idle or busy."""
+        engine = sa.create_engine(self.url(), poolclass=sa.pool.NullPool)
+        try:
+            with engine.connect() as conn:
+                count = conn.execute(
+                    sa.text(
+                        "SELECT count(*) FROM pg_stat_activity"
+                        " WHERE datname = :name AND backend_type = 'client backend'"
+                    ),
+                    {"name": database},
+                ).scalar_one()
+        finally:
+            engine.dispose()
+        return int(count)
+
     def freeze(self) -> None:
         """Stop the postmaster: new connections hang (the kernel accepts, nobody answers)."""
         os.kill(self.postmaster_pid(), signal.SIGSTOP)
 
+    def freeze_all(self) -> None:
+        """Stop every process of the cluster, as a hung VM or stuck storage would: open
+        sessions stop mid-query too, and the server enforces no timeout of its own.
+
+        Each child runs in a session of its own (PostgreSQL calls ``setsid``), so a signal
+        to the postmaster's process group would miss them: they are stopped one by one,
+        the postmaster first, so that it forks no new one meanwhile. Returns once the
+        kernel shows every one stopped.
+        """
+        self.freeze()
+        for pid in self.children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while self.running():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cluster processes still running: {self.running()}")
+            time.sleep(0.01)
+
+    @contextlib.contextmanager
+    def all_frozen(self, at_most: float = 15.0) -> Iterator[None]:
+        """Every process stopped for the block, and continued after it or after
+        ``at_most`` seconds, whichever comes first: a wait that nothing else ends fails
+        its test instead of hanging it."""
+        self.freeze_all()
+        rescue = threading.Timer(at_most, self.thaw)
+        rescue.start()
+        try:
+            yield
+        finally:
+            rescue.cancel()
+            self.thaw()
+
     def thaw(self) -> None:
-        """Continue the postmaster, and ``runuser`` in front of it, which stops itself
-        when its child stops (as ``su`` does for job control)."""
+        """Continue every process of the cluster: the postmaster's children, the
+        postmaster, and ``runuser`` in front of it, which stops itself when its child stops
+        (as ``su`` does for job control)."""
         assert self.proc is not None
+        for pid in self.children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
         os.killpg(self.proc.pid, signal.SIGCONT)
 
     def stop(self) -> None:
         """Fast shutdown: sessions are ended, then the server exits."""
         if self.proc is None:
             return
+        with contextlib.suppress(OSError, ValueError):
+            self.thaw()  # a stopped process would not end
         with contextlib.suppress(OSError, ValueError):
             os.killpg(self.proc.pid, signal.SIGCONT)
             os.kill(self.postmaster_pid(), signal.SIGINT)

@@ -21,19 +21,32 @@ from pps.platform.models import Client
 from pps.platform.repository.sql import SqlRepository
 from pps.web.openapi import api_of
 
+#: The endpoints that read a JSON or form body if one is sent (close-review too, though the
+#: PHP SDK sends none); upload reads multipart only and answers any other body with 415
+#: (test_upload_takes_no_json_or_form_body).
+TEXT_BODIES = [e for e in POST_OR_PUT if not e[1].endswith("/upload")]
+
 
 @pytest.fixture
-def world(repo: SqlRepository, tenant: Client) -> dict[str, str]:
+def world(app: Flask, repo: SqlRepository, tenant: Client) -> dict[str, str]:
     user = make_user(repo, tenant, first_name="Mine")
     source = make_user(repo, tenant, first_name="Also mine")
     template = make_template(repo, tenant, "TPLmine1")
     draft = make_draft(repo, tenant, user, template)
+    review = app.extensions["pps.reviews"].create(
+        tenant.identifier,
+        draft_id=draft.draft_hash,
+        users=[user.identifier],
+        close_callback_url=None,
+        remote_acl=False,
+    )
     return {
         "user": user.identifier,
         "source": source.identifier,
         "template": template.identifier,
         "draft": draft.draft_hash,
         "processing": "0123456789abcdef0123456789abcdef",
+        "review": review.review_id,
     }
 
 
@@ -57,7 +70,7 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
-@pytest.mark.parametrize("endpoint", POST_OR_PUT, ids=endpoint_id)
+@pytest.mark.parametrize("endpoint", TEXT_BODIES, ids=endpoint_id)
 def test_lone_surrogates_in_json_are_4xx_and_write_nothing(
     api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
 ) -> None:
@@ -73,7 +86,7 @@ def test_lone_surrogates_in_json_are_4xx_and_write_nothing(
     assert snapshot(repo) == before
 
 
-@pytest.mark.parametrize("endpoint", POST_OR_PUT, ids=endpoint_id)
+@pytest.mark.parametrize("endpoint", TEXT_BODIES, ids=endpoint_id)
 def test_lone_surrogates_in_form_fields_are_4xx_and_write_nothing(
     api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
 ) -> None:
@@ -94,6 +107,31 @@ def test_lone_surrogates_in_form_fields_are_4xx_and_write_nothing(
     assert snapshot(repo) == before
 
 
+def test_upload_takes_no_json_or_form_body(
+    api: ApiClient, repo: SqlRepository, tenant: Client, world: dict[str, str]
+) -> None:
+    """The bodies above, sent to the upload of a draft that takes one: a 415 naming
+    multipart, whatever the bytes, and nothing written."""
+    user = repo.get_user(tenant.identifier, world["user"])
+    template = repo.get_template(tenant.identifier, world["template"])
+    draft = make_draft(repo, tenant, user, template, intent="upload")
+    before = snapshot(repo)
+    path = url("/api-ext/draft/{draft}/upload", world, draft=draft.draft_hash)
+    sent = [
+        *(
+            (raw, "application/json")
+            for raw in _with_surrogate("PUT", "/api-ext/draft/{draft}", world)
+        ),
+        (b"firstName=%ED%A0%80&file=%ED%A0%80", "application/x-www-form-urlencoded"),
+        (b"file=\xed\xa0\x80", "application/x-www-form-urlencoded"),
+    ]
+    for raw, content_type in sent:
+        response = api.post(path, data=raw, content_type=content_type)
+        body = assert_error(response, 415)
+        assert "multipart/form-data" in body["message"], body
+    assert snapshot(repo) == before
+
+
 def test_get_put_and_delete_on_claim_are_405(
     api: ApiClient, repo: SqlRepository, world: dict[str, str]
 ) -> None:
@@ -102,7 +140,8 @@ def test_get_put_and_delete_on_claim_are_405(
         response = api.request(method, "/api-ext/draft/claim", json={"drafts": [world["draft"]]})
         body = assert_error(response, 405)
         assert "draft" not in body["message"].lower()  # not "no such draft"
-        assert set(body) == {"message"}  # pps's shape, not flask-smorest's code/status
+        # pps's shape, not flask-smorest's code/status
+        assert set(body) == {"message", "success"}
         assert "POST" in response.headers["Allow"]
     # HEAD answers like GET, without a body
     assert api.request("HEAD", "/api-ext/draft/claim").status_code == 405
@@ -143,18 +182,20 @@ def test_a_single_form_value_for_a_list_is_a_list_of_one(
     assert response.get_json() == {world["draft"]: True}
 
 
-def test_422_names_fields_as_the_client_spelled_them_too(
-    api: ApiClient, world: dict[str, str]
-) -> None:
+def test_422_names_fields_as_the_client_spelled_them(api: ApiClient, world: dict[str, str]) -> None:
+    """Issue 13: ``errors`` keys are spelled as sent, once (the PHP SDK's ValidationException
+    hands them to its caller as they are)."""
     response = api.post(
         "/api-ext/draft", json={"user_identifier": "nobody00", "templateIdentifier": "nope"}
     )
-    body = assert_error(response, 422, "userIdentifier", "user_identifier", "templateIdentifier")
-    assert body["errors"]["user_identifier"] == body["errors"]["userIdentifier"]
+    body = assert_error(response, 422, "user_identifier", "templateIdentifier")
+    assert set(body["errors"]) == {"user_identifier", "templateIdentifier"}
     response = api.post(f"/api-ext/user/{world['user']}/merge", json={"source_user_identifier": 5})
-    assert_error(response, 422, "sourceUserIdentifier", "source_user_identifier")
-    response = api.get("/api-ext/draft?per_page=1000")
-    assert_error(response, 422, "perPage", "per_page")
+    body = assert_error(response, 422, "source_user_identifier")
+    assert set(body["errors"]) == {"source_user_identifier"}
+    response = api.get("/api-ext/draft?per_page=1001")
+    body = assert_error(response, 422, "per_page")
+    assert set(body["errors"]) == {"per_page"}
     # sent in camelCase: named once
     response = api.post(
         "/api-ext/draft", json={"userIdentifier": "nobody00", "templateIdentifier": "nope"}
@@ -185,5 +226,5 @@ def test_flask_smorests_error_handler_answers_in_pps_shape(app: Flask) -> None:
     with app.test_request_context("/api-ext/draft/claim", method="GET"):
         response = api_of(app).handle_http_exception(MethodNotAllowed(valid_methods=["POST"]))
     assert response.status_code == 405
-    assert response.get_json() == {"message": "This method is not allowed here."}
+    assert response.get_json() == {"message": "This method is not allowed here.", "success": False}
     assert response.headers["Allow"] == "POST"

@@ -34,6 +34,9 @@ DRAFT_KEYS = {
     "apiDefaultValues",
     "customAttributes",
     "validationResults",
+    "locked",
+    "disablePreflight",
+    "remoteAcl",
 }
 
 
@@ -54,9 +57,21 @@ def assert_draft(draft: dict[str, Any]) -> dict[str, Any]:
         draft["variant"][key] is None or type(draft["variant"][key]) is int
         for key in ("id", "version")
     )
+    # issue 13: an int preflightStatus; the stored draft options as booleans
+    assert isinstance(draft["preflightStatus"], int)
+    assert not isinstance(draft["preflightStatus"], bool)
+    for name in ("locked", "disablePreflight", "remoteAcl"):
+        assert isinstance(draft[name], bool), name
     assert isinstance(draft["apiDefaultValues"], dict)
     assert isinstance(draft["customAttributes"], dict)
-    assert draft["validationResults"] == []
+    # The SDK's ValidationResult (src/Client/Draft/ValidationResult.php): int|null row,
+    # int page, string message and severity. Tests of what preflight finds: test_preflight.py.
+    assert isinstance(draft["preflightStatus"], int)
+    for result in draft["validationResults"]:
+        assert set(result) == {"row", "page", "message", "severity"}
+        assert result["row"] is None or isinstance(result["row"], int)
+        assert isinstance(result["page"], int) and isinstance(result["message"], str)
+        assert result["severity"] in ("error", "warning")
     return draft
 
 
@@ -257,8 +272,8 @@ def test_update_draft_replaces_only_what_is_sent(
     )
     assert draft["apiDefaultValues"] == {"City": "X"}
     assert draft["customAttributes"] == {"o": "1"}
-    after = repo.get_draft(tenant.identifier, stored.draft_hash)
-    assert after is not None and after.version == stored.version + 1
+    # the edit counter is the draft's own, no longer shown as a variant version (issue 13)
+    assert repo.get_draft(tenant.identifier, stored.draft_hash).version == stored.version + 1
 
     draft = one_draft(
         api.put(f"/api-ext/draft/{stored.draft_hash}", data={"customAttributes[o]": "2"})
@@ -379,7 +394,7 @@ def test_claim_for_an_unknown_user(api: Any, repo: SqlRepository, tenant: Client
         "/api-ext/draft/claim",
         json={"user_identifier": "nobody01", "drafts": [draft.draft_hash]},
     )
-    assert_error(response, 422, "userIdentifier")
+    assert_error(response, 422, "user_identifier")  # named as sent (issue 13)
     assert snapshot(repo) == before
 
 

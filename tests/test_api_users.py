@@ -220,7 +220,7 @@ def test_merge_into_itself_is_refused(api: Any, repo: SqlRepository, tenant: Cli
     response = api.post(
         f"/api-ext/user/{user.identifier}/merge", json={"source_user_identifier": user.identifier}
     )
-    assert_error(response, 422, "sourceUserIdentifier")
+    assert_error(response, 422, "source_user_identifier")  # named as sent (issue 13)
     assert counts(repo) == before
 
 

@@ -81,6 +81,19 @@ def body_limit(config: str) -> int:
     return int(found.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[found.group(2)]
 
 
+#: The upload paths (a customer's print PDF, pps.drafts.upload_api; a file, pps.uploads.api;
+#: variable data, pps.vdata.api), the only bodies allowed to be larger.
+UPLOAD_PATH = re.compile(r"^/api-ext/(file|draft/[^/]+/(upload|variable-data))$")
+
+
+def upload_body_limit(config: str) -> int:
+    """``client_max_body_size`` of the regex location for the upload path."""
+    found = re.search(r"location ~ (\S+) \{[^}]*?client_max_body_size (\d+)([km]?);", config, re.S)
+    assert found, "deploy/nginx.conf has no regex location with a body limit for uploads"
+    assert found.group(1) == UPLOAD_PATH.pattern, found.group(1)
+    return int(found.group(2)) * {"": 1, "k": 1024, "m": 1024 * 1024}[found.group(3)]
+
+
 def _replace_once(text: str, pattern: str, replacement: str) -> str:
     """Replace the one line ``pattern`` matches, keeping its indentation (group 1)."""
     new, count = re.subn(
@@ -394,6 +407,24 @@ def test_body_limit_of_nginx_matches_the_app_default() -> None:
     assert body_limit(SHIPPED) == Settings().max_body_bytes
 
 
+def test_upload_limit_of_nginx_matches_the_app_default() -> None:
+    assert upload_body_limit(SHIPPED) == Settings().max_upload_bytes
+    for upload in (
+        "/api-ext/draft/abc123/upload",
+        "/api-ext/file",
+        "/api-ext/draft/a/variable-data",
+    ):
+        assert UPLOAD_PATH.match(upload), upload
+    for other in (
+        "/api-ext/draft",
+        "/api-ext/draft/abc/replicate",
+        "/api-ext/draft/a/b/upload",
+        "/api-ext/files/draft/a/print",
+        "/api-ext/draft/a/b/variable-data",
+    ):
+        assert not UPLOAD_PATH.match(other), other
+
+
 # -- the API and request ids -------------------------------------------------------------
 
 
@@ -661,6 +692,69 @@ def test_body_over_the_limit_is_a_json_413(shop: Shop) -> None:
     finally:
         conn.close()
     assert_json_error(chunked, 413)
+
+
+def multipart_file(name: str, data: bytes) -> tuple[bytes, str]:
+    """``data`` as the field ``file`` of a multipart/form-data body, and its content type."""
+    boundary = uuid.uuid4().hex
+    body = (
+        (
+            f"--{boundary}\r\n"
+            f'Content-Disposition: form-data; name="file"; filename="{name}"\r\n'
+            "Content-Type: application/pdf\r\n\r\n"
+        ).encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+def test_upload_over_the_body_limit_reaches_the_app(shop: Shop) -> None:
+    """A print PDF larger than the general limit gets through nginx to pps, which reads it
+    and answers (here: it is no PDF); the same body elsewhere is nginx's 413."""
+    created = shop.api(
+        "POST",
+        "/api-ext/draft",
+        body=json.dumps(
+            {"templateIdentifier": shop.template, "userIdentifier": shop.user, "intent": "upload"}
+        ).encode(),
+        Content_Type="application/json",
+    )
+    assert created.status == 201, created.body
+    draft_hash = created.json()["data"]["draftHash"]
+    body, content_type = multipart_file("art.pdf", os.urandom(2 * body_limit(SHIPPED)))
+    assert body_limit(SHIPPED) < len(body) < upload_body_limit(SHIPPED)
+
+    reply = shop.api(
+        "POST", f"/api-ext/draft/{draft_hash}/upload", body=body, Content_Type=content_type
+    )
+    assert_json_error(reply, 422)
+    answer = reply.json()
+    assert answer["success"] is False
+    assert any("not a PDF" in message for message in answer["errors"]["file"]), answer
+
+    elsewhere = shop.api(
+        "PUT", f"/api-ext/draft/{draft_hash}", body=body, Content_Type=content_type
+    )
+    assert_json_error(elsewhere, 413)
+
+
+def test_upload_over_its_own_limit_is_a_json_413(shop: Shop) -> None:
+    """nginx refuses by the announced length, before a byte of the body is sent."""
+    conn = http.client.HTTPConnection("127.0.0.1", shop.server.port, timeout=30)
+    try:
+        conn.putrequest("POST", f"/api-ext/draft/{shop.draft_hash}/upload")
+        conn.putheader("Authorization", f"Bearer {shop.api_key}")
+        conn.putheader("Accept", "application/json")
+        conn.putheader("Content-Type", "multipart/form-data; boundary=x")
+        conn.putheader("Content-Length", str(upload_body_limit(SHIPPED) + 1))
+        conn.endheaders()
+        response = conn.getresponse()
+        reply = Reply(response.status, response.headers, response.read())
+    finally:
+        conn.close()
+    assert_json_error(reply, 413)
+    assert reply.json() == {"message": "The request body is too large.", "success": False}
 
 
 def test_gunicorn_down_is_a_json_502_and_recovers(deployment: Deployment, shop: Shop) -> None:

@@ -3,8 +3,10 @@ default), never a 500 and never a gunicorn worker timeout, and recovery without 
 
 A private cluster per test (initdb on a free port, see ``fault_support``) is shut down
 and started again, its postmaster stopped with SIGSTOP (new connections hang: the kernel
-accepts them and nobody answers), and a table held locked (a statement that would wait
-forever). Run through the Flask test client and through gunicorn with the deploy config.
+accepts them and nobody answers), every one of its processes stopped (open sessions hang
+mid-query too, and no server-side timeout runs), and a table held locked (a statement that
+would wait forever). Run through the Flask test client and through gunicorn with the
+deploy config.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +33,10 @@ from fault_support import (
 from server_support import call, server_env, start_gunicorn, stop
 
 from app import create_app
+from pps.platform.outages import DATABASE_DOWN, outage_message
+from pps.platform.repository.deadline import DeadlineExceeded
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -174,3 +181,60 @@ def test_statement_that_would_wait_forever_is_cancelled_in_time(
         locker.join(timeout=20)
         holder.dispose()
     assert_working(service)
+
+
+def test_frozen_server_with_open_connections_answers_503_in_time_and_recovers(
+    service: Service, cluster: PostgresCluster
+) -> None:
+    """Every PostgreSQL process stopped (a hung VM, stuck storage) while pps holds open
+    connections: the server's statement timeout cannot run and the kernel still ACKs, so
+    only the client's own deadline (``pps.platform.repository.deadline``) ends the wait.
+    The pool's pre-ping on a resting connection is cut after a third of the timeout,
+    leaving the rest for the connect attempt that follows."""
+    assert_working(service)
+    database = sa.engine.make_url(service.database_url).database
+    assert database is not None
+    assert cluster.sessions(database) > 0  # pooled connections, idle between requests
+    with cluster.all_frozen():
+        every_database_call_is_unavailable(service)
+        assert service.call("GET", "/openapi.json").status == 200
+    assert_working(service)
+
+
+def test_statement_and_commit_on_a_frozen_server_end_at_the_client_deadline(
+    cluster: PostgresCluster,
+) -> None:
+    """On a connection already checked out (no pre-ping comes first): the statement, and
+    the COMMIT of a transaction, fail after the client's limit (five sixths of the
+    timeout, after the server's own 2 s would have answered), as a disconnect SQLAlchemy
+    invalidates; the repository works again once the server runs."""
+    if cluster.proc is None:
+        cluster.start()
+    repo = SqlRepository(cluster.create_database(f"pps_{secrets.token_hex(4)}"), timeout=3.0)
+    try:
+        client = repo.create_client("Shop")
+        failures = []
+        with repo.engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+            with cluster.all_frozen():
+                started = time.monotonic()
+                with pytest.raises(sa.exc.OperationalError) as caught:
+                    conn.execute(sa.text("SELECT 1"))
+                failures.append((caught.value, time.monotonic() - started))
+        with repo.engine.connect() as conn:
+            transaction = conn.begin()
+            conn.execute(clients.update().values(name="Renamed"))
+            with cluster.all_frozen():
+                started = time.monotonic()
+                with pytest.raises(sa.exc.OperationalError) as caught:
+                    transaction.commit()
+                failures.append((caught.value, time.monotonic() - started))
+        for error, seconds in failures:
+            assert 2.5 <= seconds < BOUND, seconds
+            assert isinstance(error.orig, DeadlineExceeded)
+            assert "did not answer within 2.5 s" in str(error.orig)
+            assert error.connection_invalidated
+            assert outage_message(error) == DATABASE_DOWN
+        assert repo.get_client(client.identifier) is not None
+    finally:
+        repo.close()

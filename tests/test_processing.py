@@ -289,7 +289,7 @@ def test_notify_url_refused_over_form_and_snake_case_too(
         URL,
         json={"draft_ids": [draft.draft_hash], "state_changed_notify_url": "gopher://x/"},
     )
-    assert_error(response, 422, "stateChangedNotifyUrl")
+    assert_error(response, 422, "state_changed_notify_url")  # named as sent (issue 13)
     assert rows(repo, tenant) == 0
 
 

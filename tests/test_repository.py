@@ -24,7 +24,7 @@ from api_support import (
 )
 
 from pps.platform import ids
-from pps.platform.models import Client, Draft, DraftRef, Template, User
+from pps.platform.models import Client, Draft, DraftRef, Template, TemplateRef, User
 from pps.platform.repository import DuplicateIdentifier
 from pps.platform.repository.sql import SqlRepository
 
@@ -217,6 +217,35 @@ def test_draft_ref_only_for_its_own_client(repository: SqlRepository, shop_a: Cl
     assert again is not None and again.version == changed.version
     repository.delete_draft(shop_a.identifier, draft.draft_hash)
     assert repository.get_draft_ref(shop_a.identifier, draft.draft_hash) is None
+
+
+def test_template_ref_is_the_template_without_its_spec(
+    repository: SqlRepository, shop_a: Client
+) -> None:
+    """The preview link's point lookup: pages and preview key, honouring tenancy."""
+    shop_b = repository.create_client("Shop B")
+    template = make_template(repository, shop_a)
+    ref = repository.get_template_ref(shop_a.identifier, template.identifier)
+    assert ref == TemplateRef(
+        identifier=template.identifier,
+        client_identifier=shop_a.identifier,
+        page_count=template.page_count,
+        preview_key=None,
+    )
+    assert repository.get_template_ref(shop_b.identifier, template.identifier) is None
+    assert repository.get_template_ref(shop_a.identifier, "a\x00b") is None
+    with_preview = repository.create_template(
+        shop_a.identifier,
+        name="Card",
+        data_keys=["Name"],
+        custom_attributes={},
+        page_count=3,
+        spec={"pages": 3},
+        preview_key="templates/x/preview.png",
+    )
+    ref = repository.get_template_ref(shop_a.identifier, with_preview.identifier)
+    assert ref is not None
+    assert (ref.page_count, ref.preview_key) == (3, "templates/x/preview.png")
 
 
 def test_create_user_without_fields(repository: SqlRepository, shop_a: Client) -> None:

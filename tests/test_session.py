@@ -80,6 +80,27 @@ def test_signed_by_flask_with_hmac_sha256_and_the_pps_salt(small_app: Flask) -> 
     assert data["_permanent"] is True
 
 
+def test_cookies_written_with_flasks_tagged_json_still_load(small_app: Flask) -> None:
+    """Cookies of the releases that used Flask's default serializer: for the JSON values pps
+    keeps, tagged JSON is plain JSON."""
+    from flask.sessions import session_json_serializer
+
+    tagged = URLSafeTimedSerializer(
+        "test-secret-key-0123456789abcdef",
+        salt="pps-session",
+        serializer=session_json_serializer,
+        signer_kwargs={"key_derivation": "hmac", "digest_method": hashlib.sha256},
+    )
+    data = {"user": "u4", "_permanent": True, "editor": {"h" * 32: {"callbacks": {}}}}
+    with small_app.app_context():
+        value = tagged.dumps(data)
+        ours = PpsSessionInterface.serializer.dumps(data)
+        assert json.loads(ours) == json.loads(session_json_serializer.dumps(data)) == data
+    client = small_app.test_client()
+    client.set_cookie("session", value)
+    assert client.get("/editor/get").text == "u4"
+
+
 def test_tampered_cookie_is_an_empty_session(small_app: Flask) -> None:
     value = cookie_value(small_app)
     payload, rest = value.rsplit(".", 2)[0], ".".join(value.rsplit(".", 2)[1:])

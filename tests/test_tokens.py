@@ -369,6 +369,21 @@ def test_every_token_of_a_key_is_checked_with_that_key() -> None:
             verify(sign({"client": "Other123"}, key=API_KEY))
 
 
+def test_a_token_seen_before_is_verified_again_with_the_current_key() -> None:
+    """Decoded tokens are kept for reuse; their signature and claims are checked every time."""
+    token = sign({"client": CLIENT, "exp": NOW + 60, "urlPath": "/a"})
+    first = verify(token, request_path="/a")
+    first.claims["client"] = "changed by a caller"
+    again = verify(token, request_path="/a")
+    assert again.client == CLIENT and again.claims["client"] == CLIENT
+    with pytest.raises(InvalidSignature):  # the key was rotated since
+        verify_token(token, lambda _c: KEYS["Other123"], now=NOW)
+    with pytest.raises(ExpiredToken):
+        verify(token, now=NOW + 3600, request_path="/a")
+    with pytest.raises(UrlPathMismatch):
+        verify(token, request_path="/b")
+
+
 def test_wrong_key() -> None:
     with pytest.raises(InvalidSignature) as info:
         verify(sign({"client": CLIENT}, key="some-other-key-of-sufficient-length!!"))

@@ -56,16 +56,19 @@ def authenticate() -> None:
 
 
 def _name_fields_as_sent(error: ValidationFailed) -> Response:
-    """Name each field of a 422 as the client spelled it too (``user_identifier``), beside
-    the camelCase name every 422 of pps uses."""
+    """Name each field of a 422 as the client spelled it (``user_identifier`` stays
+    ``user_identifier``): the PHP SDK hands ``errors`` to its caller as they are, keyed by
+    the names the caller sent."""
     from pps.web.errors import error_response
 
     spellings = sent_spellings()
     if spellings:
-        for key, messages in list(error.errors.items()):
+        renamed: dict[str, list[str]] = {}
+        for key, messages in error.errors.items():
             head, dot, rest = key.partition(".")
-            if head in spellings:
-                error.errors.setdefault(f"{spellings[head]}{dot}{rest}", list(messages))
+            name = f"{spellings[head]}{dot}{rest}" if head in spellings else key
+            renamed.setdefault(name, []).extend(messages)
+        error.errors = renamed
     return error_response(error)
 
 

@@ -66,6 +66,18 @@ def form_encoding(schema: Schema) -> dict[str, dict[str, Any]]:
     return encoding
 
 
+def error_responses(*statuses: int, **described: str) -> dict[int, dict[str, Any]]:
+    """OpenAPI responses of error ``statuses`` with the error schema, as
+    :meth:`Blueprint.errors` documents them; ``described`` as there."""
+    return {
+        status: {
+            "description": described.get(f"s{status}", STATUS_DESCRIPTIONS[status]),
+            "content": {"application/json": {"schema": ErrorOut}},
+        }
+        for status in statuses
+    }
+
+
 class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
     """A resource: its routes are tagged ``tag`` and need ``security`` (an OpenAPI
     security requirement list; ``[]`` for none)."""
@@ -97,13 +109,29 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         *,
         parameters: list[Any] | None = None,
         tags: list[str] | None = None,
+        document: dict[str, Any] | None = None,
         **options: Any,
     ) -> Callable[[F], F]:
+        """Register a view; ``document`` is its whole OpenAPI operation at once.
+
+        With ``document`` (for views that answer a bodiless redirect, which no schema
+        serialises; its own answer is documented with ``alt_response(..., success=True)``),
+        the operation, the blueprint's security and its ``always`` errors are put on the
+        view by one ``doc`` wrapper instead of a wrapper per status: each of
+        flask-smorest's wrappers costs the view a call through ``current_app`` at every
+        request. The reference comes out as ``errors`` and ``doc`` would write it.
+        """
         register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
 
         def decorator(func: F) -> F:
-            func = self.errors(*self.always)(func)
-            func = self.doc(security=self.security)(func)
+            if document is not None:
+                responses = {**document.get("responses", {}), **error_responses(*self.always)}
+                func = self.doc(**{**document, "responses": responses}, security=self.security)(
+                    func
+                )
+            else:
+                func = self.errors(*self.always)(func)
+                func = self.doc(security=self.security)(func)
             register(func)
             return func
 

@@ -11,32 +11,50 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import current_app
-from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
-from pps.platform.models import Draft, Template
+from pps.platform.models import (
+    DRAFT_INTENTS,
+    PREFLIGHT_NOT_CHECKED,
+    PREFLIGHT_STATUSES,
+    Draft,
+    Template,
+)
+from pps.render.text import as_text
 from pps.render.variants import variant_summaries
 
 MAX_VALUES = 1000
 MAX_VALUE_LENGTH = 10_000
 MAX_ATTRIBUTES = 200
-MAX_PER_PAGE = 100
+#: The PHP SDK asks for any ``per_page`` (200 in its docs) and follows ``meta.lastPage``.
+MAX_PER_PAGE = 1000
 
 
-def _scalar_map(name: str, max_items: int) -> Any:
+def _values_map(name: str, max_items: int) -> Any:
+    """DataKey -> any JSON value, stored as sent and printed as its text
+    (:func:`pps.render.text.as_text`), which must stay within MAX_VALUE_LENGTH."""
+
     def check(value: dict[str, Any]) -> None:
         if len(value) > max_items:
             raise ValidationError(f"At most {max_items} entries are allowed in {name}.")
         for key, item in value.items():
             if not key or len(key) > 200:
                 raise ValidationError(f"Keys of {name} must be 1 to 200 characters long.")
-            if isinstance(item, bool) or not isinstance(item, str | int | float | type(None)):
-                raise ValidationError(f"{name}[{key!r}] must be a string or a number.")
-            if isinstance(item, str) and len(item) > MAX_VALUE_LENGTH:
+            text = as_text(item)
+            if text is not None and len(text) > MAX_VALUE_LENGTH:
                 raise ValidationError(
-                    f"{name}[{key!r}] must be at most {MAX_VALUE_LENGTH} characters long."
+                    f"{name}[{key!r}] must be at most {MAX_VALUE_LENGTH} characters long (as text)."
                 )
 
     return check
+
+
+_VALUES_DESCRIPTION = (
+    "DataKey -> value. Any JSON value is accepted and stored as sent; it prints as text: "
+    "strings as they are, numbers as written (`2`, `2.5`), `true`/`false`, lists and objects "
+    f"as compact JSON; null: the template's default. At most {MAX_VALUES} entries, each at "
+    f"most {MAX_VALUE_LENGTH} characters as text."
+)
 
 
 def _attributes(value: dict[str, Any]) -> None:
@@ -74,6 +92,16 @@ def _text(max_length: int) -> fields.String:
     return fields.String(allow_none=True, validate=validate.Length(max=max_length))
 
 
+class TextOrNumber(fields.String):
+    """Text that PHP shops may send as a number (a salutation code such as ``1``): a number
+    is kept as its text, so it reads back as the string the SDK's typed property wants."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = as_text(value)
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
 class UserInput(Input):
     """Every field optional: an empty ``POST /api-ext/user`` is normal. ``""`` clears an email."""
 
@@ -87,7 +115,14 @@ class UserInput(Input):
     firstName = _text(200)
     lastName = _text(200)
     title = _text(100)
-    salutation = _text(50)
+    salutation = TextOrNumber(
+        allow_none=True,
+        validate=validate.Length(max=50),
+        metadata={
+            "description": "A string or an integer (a salutation code); kept and answered as "
+            'text (`1` reads back as `"1"`).'
+        },
+    )
     locale = fields.String(
         allow_none=True, validate=validate.Regexp(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?$")
     )
@@ -138,24 +173,151 @@ class VariantOptions(Input):
     theme = fields.String(allow_none=True, validate=validate.Length(min=1, max=64))
 
 
-class DraftCreateInput(VariantOptions):
+INTENTS_DOC = (
+    "What the draft is for. `customize` (default): the customer fills the template's "
+    "DataKeys in the editor. `personalize`: the same editor and files, for drafts whose "
+    "values the shop fills per recipient (`apiDefaultValues`). `upload`: the customer's own "
+    "print PDF (`POST /api-ext/draft/{draftHash}/upload`) is the print file, as uploaded; "
+    "previews and images are rendered from it; until one is uploaded the draft has no files. "
+    "`upload-and-editor`: the uploaded PDF becomes the artwork of the template's pages and "
+    "the template's fields are drawn over it, filled in the editor as with `customize`. "
+    "`order`: an older name, rendered like `customize`."
+)
+PREFLIGHT_DOC = (
+    "Outcome of the last preflight, run on every editor save and finish, API update and "
+    "upload (unless `disablePreflight`): "
+    + ", ".join(f"`{value}` {name}" for value, name in sorted(PREFLIGHT_STATUSES.items()))
+    + ". A new draft is `-1` until its first change. Checked: required values, values "
+    "that do not fit their box (errors), images below 300 dpi at their placed size, "
+    "RGB images and colours in a template with `colorSpace: cmyk` (warnings), fonts whose "
+    "licence forbids embedding (OS/2 fsType; errors); for an uploaded PDF also its images "
+    "and fonts (page count, size within ±1 mm, embedded fonts and no "
+    "encryption are required by the upload itself). Findings are in `validationResults`."
+)
+
+
+def _unsupported(feature: str) -> fields.Raw:
+    """An option of the reference's DraftBuilder that pps does not offer. Its default (left
+    out, null, false, 0, "", [] or {}, or a map or list of such) changes nothing and is
+    accepted; any other value is a 422 naming the option, never dropped without a word."""
+    return fields.Raw(
+        allow_none=True,
+        metadata={
+            "unsupported": feature,
+            "description": f"Not supported ({feature}): only null, false, 0, empty or left "
+            "out is accepted; any other value is a 422 naming this option.",
+        },
+    )
+
+
+def changes_nothing(value: Any) -> bool:
+    """Whether an option's value is a default that leaves the draft as pps makes it."""
+    if isinstance(value, dict):
+        return all(changes_nothing(item) for item in value.values())
+    if isinstance(value, list):
+        return all(changes_nothing(item) for item in value)
+    if isinstance(value, str):  # forms send PHP's false as "0" (http_build_query)
+        return value.strip().lower() in ("", "0", "false")
+    return value is None or value is False or value == 0
+
+
+class DraftOptionsInput(Input):
+    """Options of the PHP SDK's ``DraftBuilder`` and the Magento module, besides the values.
+
+    ``locked``, ``disablePreflight`` and ``remoteAcl`` are stored on the draft (null: left
+    as it is). The options marked unsupported are refused with a value that would change
+    the result. ``userGroupIdentifier``, ``variant``, ``version``, ``availableVariants``,
+    ``availableVariantVersions`` and ``theme`` belong to user groups and variants.
+    """
+
+    locked = fields.Boolean(
+        allow_none=True,
+        metadata={
+            "description": "The editor shows the draft read-only and refuses saves (a `409` "
+            "page). The shop's own API calls (`PUT`, `replicate`, files) still work: the lock "
+            "binds the customer, and the shop lifts it with `locked: false`."
+        },
+    )
+    disablePreflight = fields.Boolean(
+        allow_none=True,
+        metadata={"description": "Skip the preflight checks; `preflightStatus` stays -1."},
+    )
+    remoteAcl = fields.Boolean(
+        allow_none=True,
+        metadata={
+            "description": "Ask the shop's ACL URL before each action on the draft "
+            "(open in the editor, save, finish, fetch files)."
+        },
+    )
+    unit = fields.String(
+        allow_none=True,
+        validate=validate.Length(max=16),
+        metadata={
+            "description": "Accepted and without effect: it is the unit of `pageDimensions`, "
+            "`bleedAdditions` and `spineWidth`, which pps refuses with a value."
+        },
+    )
+    feedIdentifier = _unsupported("product feeds")
+    pagePlanner = _unsupported("the page planner")
+    declarationIdentifier = _unsupported("declarations and ingredients")
+    pageDimensions = _unsupported("page dimensions other than the template's")
+    bleedAdditions = _unsupported("bleed beyond the template's")
+    spineWidth = _unsupported("spine widths")
+    pageFillColor = _unsupported("page fill colours")
+    defaultGroupTemplate = _unsupported("group templates")
+    availableCatalogTemplates = _unsupported("catalog templates")
+    containerContentPreFilling = _unsupported("catalog templates")
+    draftParameter = _unsupported("draft parameters")
+
+    @validates_schema(skip_on_field_errors=False)
+    def _refuse_unsupported(self, data: dict[str, Any], **kwargs: Any) -> None:
+        errors = {
+            name: [
+                f"pps does not support {field.metadata['unsupported']}: send null or leave "
+                f"{name} out."
+            ]
+            for name, field in self.fields.items()
+            if "unsupported" in field.metadata and not changes_nothing(data.get(name))
+        }
+        if errors:
+            raise ValidationError(errors)
+
+
+def draft_flags(data: dict[str, Any]) -> dict[str, bool]:
+    """The stored draft options sent in ``data`` (null and left out: not sent), by column."""
+    sent = {
+        "locked": data.get("locked"),
+        "disable_preflight": data.get("disablePreflight"),
+        "remote_acl": data.get("remoteAcl"),
+    }
+    return {name: value for name, value in sent.items() if value is not None}
+
+
+class DraftCreateInput(VariantOptions, DraftOptionsInput):
     templateIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     userIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     intent = fields.String(
-        load_default="customize", validate=validate.OneOf(["customize", "upload", "order"])
+        load_default="customize",
+        validate=validate.OneOf(DRAFT_INTENTS),
+        metadata={"description": INTENTS_DOC},
     )
     # null is taken as "not sent": the PHP SDK may send its unset typed properties as null.
     apiDefaultValues = JsonObjectField(
-        load_default=dict, allow_none=True, validate=_scalar_map("apiDefaultValues", MAX_VALUES)
+        load_default=dict,
+        allow_none=True,
+        validate=_values_map("apiDefaultValues", MAX_VALUES),
+        metadata={"description": _VALUES_DESCRIPTION},
     )
     customAttributes = JsonObjectField(load_default=dict, allow_none=True, validate=_attributes)
 
 
-class DraftValuesInput(Input):
+class DraftValuesInput(DraftOptionsInput):
     """A field sent as null is left as it is, like a field not sent."""
 
     apiDefaultValues = JsonObjectField(
-        allow_none=True, validate=_scalar_map("apiDefaultValues", MAX_VALUES)
+        allow_none=True,
+        validate=_values_map("apiDefaultValues", MAX_VALUES),
+        metadata={"description": _VALUES_DESCRIPTION},
     )
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
@@ -171,7 +333,8 @@ class DraftUpdateInput(DraftValuesInput):
 
 class DraftReplicateInput(DraftValuesInput):
     """Values for the copy, laid over the source's key by key; nothing sent: an exact copy
-    (the Magento module sends GET without a body)."""
+    (the Magento module sends GET without a body). The copy keeps `disablePreflight` and
+    `remoteAcl` and starts unlocked unless these options say otherwise."""
 
 
 class DraftClaimInput(Input):
@@ -197,7 +360,10 @@ _PAGE_RANGE = validate.Range(min=1, max=1_000_000)
 _PER_PAGE = fields.Integer(
     load_default=25,
     validate=validate.Range(min=1, max=MAX_PER_PAGE),
-    metadata={"description": f"Items per page, 1 to {MAX_PER_PAGE}; `per_page` works too."},
+    metadata={
+        "description": f"Items per page, 1 to {MAX_PER_PAGE} (more is a 422); `per_page` "
+        "works too. Follow `meta.lastPage` for the rest."
+    },
 )
 
 
@@ -327,6 +493,24 @@ class TemplateVariants(fields.List[Any]):
         return variant_summaries(obj.spec)
 
 
+class ValidationResultOut(Output):
+    """One preflight finding, as the PHP SDK's ``ValidationResult`` reads it."""
+
+    row = fields.Integer(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "The variable-data row (from 1); null for the draft itself "
+            "(every record)."
+        },
+    )
+    page = fields.Integer(required=True, metadata={"description": "The page, from 1."})
+    message = fields.String(required=True)
+    severity = fields.String(
+        required=True, metadata={"enum": ["warning", "error"], "description": "How bad it is."}
+    )
+
+
 class DraftOut(Output):
     draftHash = fields.String(attribute="draft_hash", required=True)
     userIdentifier = fields.String(attribute="user_identifier", required=True)
@@ -344,16 +528,47 @@ class DraftOut(Output):
     )
     setupStatus = fields.String(dump_default="complete", required=True)
     personalizations = Whole(PersonalizationsOut, required=True)
-    preflightStatus = fields.String(dump_default="none", required=True)
+    preflightStatus = fields.Integer(
+        attribute="preflight_status",
+        dump_default=PREFLIGHT_NOT_CHECKED,
+        required=True,
+        metadata={"description": PREFLIGHT_DOC, "enum": sorted(PREFLIGHT_STATUSES)},
+    )
     variant = Whole(VariantOut, required=True)
-    apiDefaultValues = fields.Dict(attribute="api_default_values", required=True)
+    apiDefaultValues = fields.Dict(
+        attribute="api_default_values",
+        required=True,
+        metadata={"description": "As sent: values keep their JSON type."},
+    )
     customAttributes = fields.Dict(attribute="custom_attributes", required=True)
-    validationResults = fields.List(fields.Dict(), dump_default=list, required=True)
+    validationResults = fields.List(
+        fields.Nested(ValidationResultOut),
+        attribute="validation_results",
+        dump_default=list,
+        required=True,
+    )
+    locked = fields.Boolean(required=True)
+    disablePreflight = fields.Boolean(attribute="disable_preflight", required=True)
+    remoteAcl = fields.Boolean(attribute="remote_acl", required=True)
 
 
 def preview_url(record: Template) -> str:
     base_url = current_app.extensions["pps.settings"].base_url
     return f"{base_url}/api-ext/files/template/{record.identifier}/page-preview-thumb"
+
+
+class AvailTemplateOut(Output):
+    """``availTemplate`` and ``correctionTemplate`` as the PHP SDK's ``AvailTemplate``."""
+
+    name = fields.String(required=True)
+    pageCount = fields.Integer(attribute="page_count", required=True)
+
+
+class GroupMemberOut(Output):
+    """An entry of ``groupMembers`` as the PHP SDK's ``GroupMember``."""
+
+    identifier = fields.String(required=True)
+    name = fields.String(required=True)
 
 
 class TemplateOut(Output):
@@ -362,9 +577,18 @@ class TemplateOut(Output):
     type = fields.String(dump_default="customizable", required=True)
     intents = fields.List(fields.String(), dump_default=lambda: ["customize"], required=True)
     pageCount = fields.Integer(attribute="page_count", required=True)
-    availTemplate = fields.String(dump_default=None, allow_none=True)
-    groupMembers = fields.List(fields.String(), dump_default=list, required=True)
-    correctionTemplate = fields.String(dump_default=None, allow_none=True)
+    availTemplate = fields.Nested(
+        AvailTemplateOut, attribute="avail_template", dump_default=None, allow_none=True
+    )
+    groupMembers = fields.List(
+        fields.Nested(GroupMemberOut),
+        attribute="group_members",
+        dump_default=list,
+        required=True,
+    )
+    correctionTemplate = fields.Nested(
+        AvailTemplateOut, attribute="correction_template", dump_default=None, allow_none=True
+    )
     customAttributes = fields.Dict(attribute="custom_attributes", required=True)
     dataKeys = fields.List(fields.String(), attribute="data_keys", required=True)
     updatedAt = Timestamp(attribute="updated_at", required=True)

@@ -15,10 +15,13 @@ from pps.api.schemas import (
     DraftReplicateInput,
     DraftResponse,
     DraftUpdateInput,
+    draft_flags,
 )
 from pps.files.sweep import delete_draft_files
+from pps.files.uploaded import upload_key
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft
+from pps.preflight import preflight_and_store
 from pps.variants.options import check_group, new_draft_options, variant_change
 from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
@@ -52,6 +55,12 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
     `PUT` stay within it; with an offer and no `variant` the first offered is chosen);
     each of `availableVariantVersions` must be a version of an offered variant. An
     unknown variant, theme or version is a 422 naming it.
+
+    Every option of the PHP SDK's `DraftBuilder` is accepted: `locked`, `disablePreflight`
+    and `remoteAcl` are stored; an option pps does not support (`feedIdentifier`,
+    `pagePlanner`, `pageDimensions`, `bleedAdditions`, `pageFillColor`, ...) is a 422
+    naming it when its value would change the draft, and accepted when it is a default
+    (null, false, 0, empty).
     """
     client = current_client().identifier
     repository = services().repository
@@ -79,6 +88,7 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         variant=options.choice.variant,
         available_variants=options.choice.available,
         theme=options.choice.theme,
+        flags=draft_flags(data),
     )
     if record is None:  # the user or template vanished between the checks and the insert
         raise ValidationFailed(
@@ -152,31 +162,38 @@ def show_draft(draft_hash: str) -> dict[str, Any]:
 @blp.response(200, DraftResponse)
 @blp.errors(404)
 def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
-    """Update a draft's apiDefaultValues, customAttributes, variant or user group
+    """Update a draft's apiDefaultValues, customAttributes, options, variant or user group
 
-    Each object sent replaces the stored one; fields not sent stay as they are.
-    `variant` (an `id` or `identifier`, within the variants offered to the draft) and
-    `version` change its look: its files are rendered anew. `userGroupIdentifier` moves
-    it to another group of the client, `""` takes it out of its group.
+    Each object sent replaces the stored one; fields not sent stay as they are. A locked
+    draft can be updated: the lock keeps the customer's editor read-only, not the shop
+    (send `locked: false` to lift it). Options as on create. `variant` (an `id` or
+    `identifier`, within the variants offered to the draft) and `version` change its look:
+    its files are rendered anew. `userGroupIdentifier` moves it to another group of the
+    client, `""` takes it out of its group. The draft is preflighted afterwards (unless
+    `disablePreflight`): see `preflightStatus`.
     """
+    svc = services()
     client = current_client().identifier
-    repository = services().repository
+    repository = svc.repository
     draft = _found(repository.get_draft(client, draft_hash))
     group = data.get("userGroupIdentifier")
     if group:
         check_group(repository, client, group)
     template = repository.get_template(client, draft.template_identifier)
     change = variant_change(template, draft, data.get("variant"), data.get("version"))
-    record = repository.update_draft(
-        client,
-        draft_hash,
-        api_default_values=data.get("apiDefaultValues"),
-        custom_attributes=data.get("customAttributes"),
-        variant=None if change is None else change.variant,
-        user_group_identifier=group,
+    record = _found(
+        repository.update_draft(
+            client,
+            draft_hash,
+            api_default_values=data.get("apiDefaultValues"),
+            custom_attributes=data.get("customAttributes"),
+            variant=None if change is None else change.variant,
+            user_group_identifier=group,
+            flags=draft_flags(data),
+        )
     )
-    found = _found(record)
-    emit(services(), current_client().identifier, DRAFT_UPDATED, draft_payload(found))
+    found = preflight_and_store(repository, svc.storage, record)
+    emit(svc, client, DRAFT_UPDATED, draft_payload(found))
     return {"data": found}
 
 
@@ -201,17 +218,29 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
 
     A new draft (new hash) with the same template, user and values. `apiDefaultValues` and
     `customAttributes` sent are laid over the source's, key by key. GET is accepted too, as
-    the Magento module sends it.
+    the Magento module sends it. The copy keeps `disablePreflight` and `remoteAcl` and
+    starts unlocked; options sent override these. `draftParameter` and `pagePlanner` are
+    accepted when they change nothing (null, false, empty), else a 422 naming them.
     """
-    record = services().repository.replicate_draft(
-        current_client().identifier,
-        draft_hash,
-        api_default_values=data.get("apiDefaultValues"),
-        custom_attributes=data.get("customAttributes"),
+    svc = services()
+    client = current_client().identifier
+    source = _found(svc.repository.get_draft(client, draft_hash))
+    record = _found(
+        svc.repository.replicate_draft(
+            client,
+            draft_hash,
+            api_default_values=data.get("apiDefaultValues"),
+            custom_attributes=data.get("customAttributes"),
+            flags=draft_flags(data),
+        )
     )
-    found = _found(record)
-    emit(services(), current_client().identifier, DRAFT_CREATED, draft_payload(found))
-    return {"data": found}
+    uploaded = svc.storage.read(source.upload_key) if source.upload_key else None
+    if uploaded is not None:  # the copy gets its own, deleted with it
+        key = upload_key(client, record.draft_hash, uploaded)
+        svc.storage.put(key, uploaded)
+        record = _found(svc.repository.update_draft(client, record.draft_hash, upload_key=key))
+    emit(svc, client, DRAFT_CREATED, draft_payload(record))
+    return {"data": record}
 
 
 bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource

@@ -17,6 +17,7 @@ from pps.auth.redirects import origin_of
 from pps.platform.models import Draft, Template
 from pps.render import Code, Field, Problem, TemplateSpec
 from pps.render.model import MAX_VALUE_LENGTH
+from pps.render.text import as_text
 from pps.web.i18n import Translator
 
 __all__ = [
@@ -73,11 +74,7 @@ def editor_fields(
 
 def text_of(value: Any) -> str | None:
     """A stored value as the text an input shows (shops send numbers as apiDefaultValues)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value if isinstance(value, str) else str(value)
+    return as_text(value)
 
 
 def initial_values(draft: Draft, fields: Iterable[Field]) -> dict[str, str]:

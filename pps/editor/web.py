@@ -44,19 +44,21 @@ from pps.editor.model import (
 )
 from pps.files.render_limits import render_budget
 from pps.files.rendering import (
+    NoUpload,
     RenderPolicy,
-    StorageAssets,
     TemplateNotRenderable,
     decoded,
+    draft_assets,
+    draft_spec,
     render_draft_file,
     render_draft_values_image,
-    template_spec,
 )
 from pps.groups.membership import shares_group
 from pps.platform.errors import NotFound, PayloadTooLarge, PpsError
 from pps.platform.http_headers import PAGE_CSP
 from pps.platform.models import DRAFT_STATES, Client, Draft, Template
 from pps.platform.storage import StoredFile
+from pps.preflight import preflight_and_store
 from pps.render import (
     Field,
     InvalidValues,
@@ -110,6 +112,17 @@ class LoginRequired(PpsError):
     default_message = (
         "You are not logged in for this design (or your login has expired). "
         "Please open the editor from the shop again to log in."
+    )
+
+
+class DraftLocked(PpsError):
+    """A save or finish on a draft the shop locked (``locked: true``); the pages show it
+    read-only, so only a stale page or a hand-made request gets here."""
+
+    status = 409
+    default_message = (
+        "The shop has locked this design: it can be looked at but no longer changed. "
+        "Nothing was saved."
     )
 
 
@@ -269,8 +282,8 @@ def _load(draft_hash: str) -> EditorContext:
     spec = None
     if template is not None:
         try:
-            spec = template_spec(template, draft.variant_identifier)
-        except TemplateNotRenderable:
+            spec = draft_spec(draft, template)
+        except (TemplateNotRenderable, NoUpload):
             spec = None
     fields = editor_fields(template, spec, draft)
     entry = _session_entry(draft_hash)
@@ -355,10 +368,11 @@ def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Prob
     errors: dict[str, list[Problem]] = {}
     spec = ctx.spec
     if spec is not None:
-        assets = StorageAssets(
+        assert ctx.template is not None
+        assets = draft_assets(
             services().storage,
-            ctx.client.identifier,
-            ctx.draft.template_identifier,
+            ctx.draft,
+            ctx.template,
             max_pixels=services().settings.max_image_pixels,
         )
         try:
@@ -376,6 +390,8 @@ def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | 
     ctx = _load(draft_hash)
     acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE, ctx.user)
     _check_form()
+    if ctx.draft.locked:
+        raise DraftLocked()
     submitted = submitted_values(request.form, ctx.fields)
     values = {**ctx.shown_values, **submitted}
     errors = _problems(ctx, values)
@@ -391,6 +407,7 @@ def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft
     )
     if draft is None:  # deleted by the shop meanwhile
         raise NotFound("There is no such design.")
+    draft = preflight_and_store(services().repository, services().storage, draft)
     event = DRAFT_FINISHED if state == "finished" else DRAFT_UPDATED
     emit(services(), ctx.client.identifier, event, draft_payload(draft))
     return draft
@@ -456,10 +473,11 @@ def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
 def _render(ctx: EditorContext, values: dict[str, str], page: int, width: int) -> bytes:
     assert ctx.spec is not None
     size = image_size(ctx.spec, width, None)
-    assets = StorageAssets(
+    assert ctx.template is not None
+    assets = draft_assets(
         services().storage,
-        ctx.client.identifier,
-        ctx.draft.template_identifier,
+        ctx.draft,
+        ctx.template,
         max_pixels=services().settings.max_image_pixels,
     )
     body, _ = render_file(
@@ -487,6 +505,7 @@ def _problem_json(ctx: EditorContext, errors: dict[str, list[Problem]]) -> Respo
     response = jsonify(
         {
             "message": ctx.t("form.errors"),
+            "success": False,
             "errors": english_errors,
             "fields": by_field,
             "general": general,
@@ -545,7 +564,9 @@ def _page(
         for problem in problems
     ]
     notice_keys = _take_notices(draft.draft_hash)
-    if draft.state == "finished" and "form.finished" not in notice_keys:
+    if draft.locked:
+        notice_keys = ["form.locked"]
+    elif draft.state == "finished" and "form.finished" not in notice_keys:
         notice_keys.append("form.finished")
     notices = [t(key) for key in notice_keys]
     width = EDIT_WIDTH if step == "edit" else LARGE_WIDTH
@@ -558,6 +579,7 @@ def _page(
         t=t,
         locale=t.locale,
         draft=draft,
+        locked=draft.locked,
         state_label=t(f"state.{draft.state}") if draft.state in DRAFT_STATES else draft.state,
         template_name=template_name,
         fields=fields,

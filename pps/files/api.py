@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from typing import Any
 
 from flask import Response, request
 
@@ -39,7 +40,7 @@ from pps.files.rendering import (
     variable_rows,
 )
 from pps.platform.errors import Forbidden, MethodNotAllowed, NotFound, PpsError, ValidationFailed
-from pps.platform.models import DraftRef
+from pps.platform.models import DraftRef, Template
 from pps.platform.storage import StoredFile
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
 from pps.web.common import services, token_redirect
@@ -133,40 +134,44 @@ def refuse_head() -> None:
 files_api.before_request(refuse_head)
 
 
-def _file_operation(
-    *, summary: str, description: str, response_description: str
-) -> Callable[[F], F]:
-    """The OpenAPI entry of a file endpoint: a JWT in the query, a ``302`` to a file link."""
-    document = files_api.doc(
-        summary=summary,
-        description=description + _GET_ONLY,
-        parameters=[_JWT_PARAMETER, *_IMAGE_PARAMETERS],
+def _file_operation(*, summary: str, description: str) -> dict[str, Any]:
+    """The OpenAPI entry of a file endpoint: a JWT in the query (see ``Blueprint.route``'s
+    ``document``); each view documents its ``302`` with :func:`_redirects`."""
+    return {
+        "summary": summary,
+        "description": description + _GET_ONLY,
+        "parameters": [_JWT_PARAMETER, *_IMAGE_PARAMETERS],
+    }
+
+
+def _redirects(description: str) -> Callable[[F], F]:
+    """The ``302`` to a file link. Documentation only: the view returns its redirect
+    itself, and no schema serialises it, so no response wrapper runs at every request."""
+    document: Callable[[F], F] = files_api.alt_response(
+        302, success=True, description=description, headers=_REDIRECT_HEADERS
     )
-    redirect = files_api.response(302, description=response_description, headers=_REDIRECT_HEADERS)
-
-    def decorate(view: F) -> F:
-        return redirect(document(view))  # type: ignore[no-any-return]
-
-    return decorate
+    return document
 
 
-@files_api.get("/draft/<draft_hash>/<kind>")
-@_file_operation(
-    summary="Redirect to a file rendered from a draft",
-    description=(
-        "`kind` is `print` (print PDF with bleed, TrimBox and BleedBox), `low-res` "
-        "(low-resolution proof PDF at trim size) or `image` (PNG of one page). The file is "
-        "rendered from the draft's current values (`apiDefaultValues` overlaid by what the "
-        "customer saved) on the first request and kept for the draft's version: any change "
-        "to the draft makes new files. The answer is a `302` to a short-lived URL of the "
-        "file itself, which can be fetched (also with HEAD and Range) until it expires. "
-        "`422` with `errors` for a bad `width`, `height` or `page`, or when the draft's "
-        "values cannot be rendered (the DataKey is named); `404` when the draft is not the "
-        "token's client's; `403` when the token's `user` does not own the draft; `401` for "
-        "a token that fails verification or was used before."
+@files_api.get(
+    "/draft/<draft_hash>/<kind>",
+    document=_file_operation(
+        summary="Redirect to a file rendered from a draft",
+        description=(
+            "`kind` is `print` (print PDF with bleed, TrimBox and BleedBox), `low-res` "
+            "(low-resolution proof PDF at trim size) or `image` (PNG of one page). The file is "
+            "rendered from the draft's current values (`apiDefaultValues` overlaid by what the "
+            "customer saved) on the first request and kept for the draft's version: any change "
+            "to the draft makes new files. The answer is a `302` to a short-lived URL of the "
+            "file itself, which can be fetched (also with HEAD and Range) until it expires. "
+            "`422` with `errors` for a bad `width`, `height` or `page`, or when the draft's "
+            "values cannot be rendered (the DataKey is named); `404` when the draft is not the "
+            "token's client's; `403` when the token's `user` does not own the draft; `401` for "
+            "a token that fails verification or was used before."
+        ),
     ),
-    response_description="Redirect to the file.",
 )
+@_redirects("Redirect to the file.")
 def draft_file(draft_hash: str, kind: str) -> Response:
     file_kind = DRAFT_FILE_KINDS.get(kind)
     if file_kind is None:
@@ -215,32 +220,48 @@ def _render_for_draft(ref: DraftRef, kind: str, label: str) -> StoredFile:
     )
 
 
-@files_api.get("/template/<template_id>/page-preview-thumb")
-@_file_operation(
-    summary="Redirect to the preview thumbnail of a template",
-    description=(
-        "A `302` to a short-lived URL of the template's preview image: the one imported "
-        "with the template (resized when `width` or `height` is given), or else a PNG "
-        "rendered from the template's defaults. Other pages than the first are always "
-        "rendered. `422` with `errors` for a bad `width`, `height` or `page`; `404` with a "
-        "`message` when the template is not the token's client's."
+@files_api.get(
+    "/template/<template_id>/page-preview-thumb",
+    document=_file_operation(
+        summary="Redirect to the preview thumbnail of a template",
+        description=(
+            "A `302` to a short-lived URL of the template's preview image: the one imported "
+            "with the template (resized when `width` or `height` is given), or else a PNG "
+            "rendered from the template's defaults. Other pages than the first are always "
+            "rendered. `422` with `errors` for a bad `width`, `height` or `page`; `404` with a "
+            "`message` when the template is not the token's client's."
+        ),
     ),
-    response_description="Redirect to the image.",
 )
+@_redirects("Redirect to the image.")
 def template_preview(template_id: str) -> Response:
     checked = _checked_token()
     svc = services()
     client = checked.client.identifier
-    template = svc.repository.get_template(client, template_id)
+    # Pages and preview key only: the spec is read when a picture must be rendered.
+    template = svc.repository.get_template_ref(client, template_id)
     if template is None:
         raise NotFound("No such template.")
     user = checked.token.user
-    if user is not None and svc.repository.get_user(client, user) is None:
+    if user is not None and not svc.repository.user_exists(client, user):
         raise Forbidden("The token's user is not a user of this client.")
     page, width, height = _image_options(template.page_count)
+
+    def load_template() -> Template:
+        full = svc.repository.get_template(client, template_id)
+        if full is None:  # deleted since the lookup above
+            raise NotFound("No such template.")
+        return full
+
     stored = _rendered(
         lambda: template_preview_file(
-            svc.storage, template, page=page, width=width, height=height, policy=_policy(client)
+            svc.storage,
+            template,
+            page=page,
+            width=width,
+            height=height,
+            policy=_policy(client),
+            load_template=load_template,
         ),
         what=f"preview of template {template.identifier}",
     )

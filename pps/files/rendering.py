@@ -35,7 +35,8 @@ from pps.files.keys import (
     template_asset_key,
     template_rendered_preview_key,
 )
-from pps.platform.models import Draft, DraftRef, Template
+from pps.files.uploaded import UploadAssets, uploaded_spec, uses_upload
+from pps.platform.models import Draft, DraftRef, Template, TemplateRef
 from pps.platform.storage import FileStorage, StoredFile
 from pps.render import (
     MAX_PIXELS,
@@ -51,17 +52,21 @@ from pps.render import (
     parse_spec,
     render_file,
 )
-from pps.render.assets import MAX_ASSET_BYTES, check_relative_name
+from pps.render.assets import MAX_ASSET_BYTES, AssetLoader, check_relative_name
 from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
 from pps.render.pdf import render_records_pdf
+from pps.render.text import as_texts
 
 _T = TypeVar("_T")
 
 __all__ = [
+    "NoUpload",
     "RenderPolicy",
     "StorageAssets",
     "TemplateNotRenderable",
     "decoded",
+    "draft_assets",
+    "draft_spec",
     "draft_values",
     "imported_preview_digest",
     "render_draft_file",
@@ -75,6 +80,10 @@ __all__ = [
 
 class TemplateNotRenderable(RenderError):
     """The stored template no longer parses (imported before validation got stricter)."""
+
+
+class NoUpload(RenderError):
+    """A draft of intent ``upload`` has no uploaded PDF yet, so it has no files."""
 
 
 @dataclass(frozen=True)
@@ -173,9 +182,40 @@ def template_spec(template: Template, variant: str | None = None) -> TemplateSpe
         ) from None
 
 
+def draft_spec(draft: Draft, template: Template) -> TemplateSpec:
+    """What the draft renders: the template in the draft's variant, or with an uploaded PDF
+    as its pages' artwork (:mod:`pps.files.uploaded`). ``upload`` without an upload is
+    :class:`NoUpload`."""
+    spec = template_spec(template, draft.variant_identifier)
+    if uses_upload(draft):
+        assert draft.upload_key is not None
+        return uploaded_spec(spec, draft.intent, draft.upload_key)
+    if draft.intent == "upload":
+        raise NoUpload("no print PDF has been uploaded for this draft yet")
+    return spec
+
+
+def draft_assets(
+    storage: FileStorage,
+    draft: Draft,
+    template: Template,
+    *,
+    max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+) -> AssetLoader:
+    """The files the draft renders from: its template's, and its upload if it has one."""
+    files = StorageAssets(
+        storage, draft.client_identifier, template.identifier, max_pixels=max_pixels
+    )
+    if uses_upload(draft):
+        assert draft.upload_key is not None
+        return UploadAssets(storage, draft.upload_key, files)
+    return files
+
+
 def draft_values(draft: Draft) -> dict[str, object]:
-    """The values a draft renders with: ``apiDefaultValues`` overlaid by the saved values."""
-    return {**draft.api_default_values, **draft.values}
+    """The values a draft renders with: ``apiDefaultValues`` overlaid by the saved values,
+    each as the text it prints as (shops send numbers, bools, even lists as defaults)."""
+    return dict(as_texts({**draft.api_default_values, **draft.values}))
 
 
 #: The rows of variable data of a draft, in order, read lazily (see ``variable_rows``).
@@ -238,9 +278,17 @@ def render_draft_file(
     if kind not in DRAFT_FILE_KINDS:
         raise RenderOptionError(f"kind must be one of {', '.join(DRAFT_FILE_KINDS)}, got {kind!r}")
     client = draft.client_identifier
+    if draft.intent == "upload" and kind == "print":
+        # The customer's PDF is the print file, as uploaded (with its boxes completed).
+        if draft.upload_key is None:
+            raise NoUpload("no print PDF has been uploaded for this draft yet")
+        uploaded = storage.stat(draft.upload_key)
+        if uploaded is None:
+            raise AssetError("the uploaded PDF is missing from file storage; upload it again")
+        return uploaded
     size: tuple[int, int] | None = None
     if kind == "image":
-        spec = spec or template_spec(template, draft.variant_identifier)
+        spec = spec or draft_spec(draft, template)
         _check_page(spec, page)
         width, height = _stepped_request(spec, width, height, policy)
         size = image_size(spec, width, height)
@@ -256,8 +304,8 @@ def render_draft_file(
 
     def make() -> bytes:
         nonlocal spec
-        spec = spec or template_spec(template, draft.variant_identifier)
-        assets = StorageAssets(storage, client, template.identifier, max_pixels=policy.max_pixels)
+        spec = spec or draft_spec(draft, template)
+        assets = draft_assets(storage, draft, template, max_pixels=policy.max_pixels)
         base = draft_values(draft)
         if records is not None and kind == "print":
             out = BytesIO()
@@ -309,9 +357,7 @@ def render_draft_values_image(
     )
 
     def make() -> bytes:
-        assets = StorageAssets(
-            storage, draft.client_identifier, template.identifier, max_pixels=policy.max_pixels
-        )
+        assets = draft_assets(storage, draft, template, max_pixels=policy.max_pixels)
         body, _ = render_file("image", spec, values, assets, page=page, width=width)
         return body
 
@@ -372,12 +418,13 @@ def imported_preview_digest(data: bytes) -> str:
 
 def template_preview_file(
     storage: FileStorage,
-    template: Template,
+    template: Template | TemplateRef,
     *,
     page: int = 0,
     width: int | None = None,
     height: int | None = None,
     policy: RenderPolicy = _DEFAULT_POLICY,
+    load_template: Callable[[], Template] | None = None,
 ) -> StoredFile:
     """What ``page-preview-thumb`` serves: the imported preview, else a rendered one.
 
@@ -385,6 +432,10 @@ def template_preview_file(
     imported, with ``width``/``height`` a resized copy is cached beside it (aspect ratio
     kept, as for rendered images). Other pages, and templates without an imported
     preview, are rendered from the template's defaults.
+
+    ``template`` may be a :class:`~pps.platform.models.TemplateRef` (the point lookup a
+    preview link makes): the whole template, spec included, is then read with
+    ``load_template`` only when a picture has to be rendered from it.
     """
     imported = template.preview_key
     if page == 0 and imported:
@@ -395,6 +446,10 @@ def template_preview_file(
             data = storage.read(imported)
             if data is not None:
                 return _resized_preview(storage, template, data, width, height, policy)
+    if not isinstance(template, Template):
+        if load_template is None:
+            raise TypeError("a TemplateRef needs load_template to render from the template")
+        template = load_template()
     return render_template_preview(
         storage, template, page=page, width=width, height=height, policy=policy
     )
@@ -427,7 +482,7 @@ def _stepped_request(
 
 def _resized_preview(
     storage: FileStorage,
-    template: Template,
+    template: Template | TemplateRef,
     data: bytes,
     width: int | None,
     height: int | None,

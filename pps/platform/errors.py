@@ -29,7 +29,8 @@ class PpsError(Exception):
         super().__init__(self.message)
 
     def body(self) -> dict[str, object]:
-        body: dict[str, object] = {"message": self.message}
+        # ``success: false`` as in the reference's error bodies (the PHP SDK's tests send it).
+        body: dict[str, object] = {"message": self.message, "success": False}
         if self.errors or self.status == 422:
             body["errors"] = self.errors
         return body

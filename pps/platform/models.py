@@ -76,6 +76,19 @@ class Template:
 
 
 @dataclass(frozen=True)
+class TemplateRef:
+    """What a template's preview link needs: whose it is, its pages, its imported preview.
+
+    :class:`Template` has the same fields, so either serves where only these are read.
+    """
+
+    identifier: str
+    client_identifier: str
+    page_count: int
+    preview_key: str | None
+
+
+@dataclass(frozen=True)
 class Draft:
     draft_hash: str
     client_identifier: str
@@ -91,8 +104,17 @@ class Draft:
     updated_at: datetime
     #: Rows of variable data; 0 without (``personalizations.amount`` is at least 1).
     record_count: int = 0
+    # Draft options the shop sets (DRAFT_FLAGS); defaults so records built elsewhere need none.
+    locked: bool = False
+    disable_preflight: bool = False
     #: Created with ``remoteAcl: true``: the shop is asked before each action (pps.acl).
     remote_acl: bool = False
+    #: PREFLIGHT_STATUSES below: -1 not checked, 0 nothing found, 1 warnings, 2 errors.
+    preflight_status: int = -1
+    #: ``[{row, page, message, severity}]`` of the last preflight.
+    validation_results: tuple[JsonObject, ...] = ()
+    #: Storage key of the customer's uploaded print PDF (intents ``upload*``), if any.
+    upload_key: str | None = None
     user_group_identifier: str | None = None
     variant: DraftVariant | None = None
     #: Variant identifiers the editor may offer (None: every variant of the template).
@@ -121,4 +143,28 @@ class DraftRef:
 
 
 DRAFT_STATES = ("init", "edited", "finished")
-DRAFT_INTENTS = ("customize", "upload", "order")
+#: What a draft is for (documented in the draft schema of the OpenAPI reference):
+#: ``customize`` and ``personalize`` fill the template's DataKeys in the editor, ``upload`` takes
+#: the customer's own print PDF as the print file, ``upload-and-editor`` takes it as the pages'
+#: artwork with the template's fields drawn over it. ``order`` is kept for drafts of old clients.
+DRAFT_INTENTS = ("customize", "personalize", "upload", "upload-and-editor", "order")
+UPLOAD_INTENTS = ("upload", "upload-and-editor")
+#: Boolean draft options stored per draft (columns of ``drafts``, fields of :class:`Draft`):
+#: ``locked`` makes the editor read-only, ``disable_preflight`` skips preflight checks,
+#: ``remote_acl`` asks the shop before each action on the draft.
+DRAFT_FLAGS = ("locked", "disable_preflight", "remote_acl")
+
+#: ``preflightStatus`` of a draft (an int, as the PHP SDK types it), the one place of these
+#: values: pps.preflight computes them, the API documents them from here. Not checked (yet, or
+#: ``disablePreflight``), checked without findings, checked with warnings only, checked with at
+#: least one error.
+PREFLIGHT_NOT_CHECKED = -1
+PREFLIGHT_OK = 0
+PREFLIGHT_WARNINGS = 1
+PREFLIGHT_ERRORS = 2
+PREFLIGHT_STATUSES = {
+    PREFLIGHT_NOT_CHECKED: "not checked (not yet, or `disablePreflight`)",
+    PREFLIGHT_OK: "checked, nothing found",
+    PREFLIGHT_WARNINGS: "warnings only",
+    PREFLIGHT_ERRORS: "at least one error",
+}

@@ -32,6 +32,7 @@ class Settings:
     nonce_ttl: int = 30 * 24 * 3600
     client_cache_ttl: float = 5.0
     max_body_bytes: int = 1024 * 1024
+    max_upload_bytes: int = 64 * 1024 * 1024
     development: bool = False
     x_accel_prefix: str = ""
     worker_mode: str = "auto"
@@ -43,7 +44,6 @@ class Settings:
     renders_per_minute: int = 600
     redis_timeout: float = 2.0
     database_timeout: float = 3.0
-    max_upload_bytes: int = 20 * 1024 * 1024
     max_variable_rows: int = 10_000
     # Webhooks (pps.webhooks) and the remote ACL (pps.acl).
     webhook_timeout: float = 10.0
@@ -72,9 +72,9 @@ _INT_SETTINGS = {
     "jwt_leeway": "PPS_JWT_LEEWAY",
     "nonce_ttl": "PPS_NONCE_TTL",
     "max_body_bytes": "PPS_MAX_BODY_BYTES",
+    "max_upload_bytes": "PPS_MAX_UPLOAD_BYTES",
     "max_image_pixels": "PPS_MAX_IMAGE_PIXELS",
     "renders_per_minute": "PPS_RENDERS_PER_MINUTE",
-    "max_upload_bytes": "PPS_MAX_UPLOAD_BYTES",
     "max_variable_rows": "PPS_MAX_VARIABLE_ROWS",
 }
 _FLOAT_SETTINGS = {

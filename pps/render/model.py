@@ -259,6 +259,8 @@ class TemplateSpec:
     themes: tuple[Theme, ...] = ()
     variant: str | None = None
     """The identifier of the variant this spec is resolved for; None: the template's own."""
+    #: ``colorSpace`` of the template: "cmyk" makes preflight flag RGB images and colours.
+    color_space: Literal["cmyk", "rgb"] | None = None
 
     @property
     def files(self) -> tuple[str, ...]:

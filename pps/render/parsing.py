@@ -119,6 +119,9 @@ def parse_spec(
         c.error("size", Code.SPEC_SIZE_REQUIRED)
     bleed = c.number(data, "bleed", "", ge=0, le=MAX_BLEED_MM, default=0.0)
     bleed = 0.0 if bleed is None else bleed
+    color_space = (
+        c.choice(data, "colorSpace", "", _COLOR_SPACES, "cmyk") if "colorSpace" in data else None
+    )
 
     pages: list[Page] = []
     # Every valid element with its path in the file: errors found after parsing must name
@@ -205,6 +208,7 @@ def parse_spec(
         variants=variants,
         themes=themes,
         variant=None if active is None else active.identifier,
+        color_space=color_space,
     )
 
 
@@ -288,6 +292,7 @@ def _background(c: Reader, raw: Any, path: str) -> PdfBackground | ColorBackgrou
     return PdfBackground(file=file, page=page)
 
 
+_COLOR_SPACES: tuple[Literal["cmyk", "rgb"], ...] = ("cmyk", "rgb")
 _FITS: tuple[Literal["contain", "cover", "stretch"], ...] = ("contain", "cover", "stretch")
 _ALIGNS: tuple[Literal["left", "center", "right"], ...] = ("left", "center", "right")
 _VALIGNS: tuple[Literal["top", "middle", "bottom"], ...] = ("top", "middle", "bottom")

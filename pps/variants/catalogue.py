@@ -89,7 +89,8 @@ def choose(
     further; ``variant`` must be offered; when the offer is narrowed and no variant is
     given, the first one offered is chosen, else the draft keeps the template's own look.
     A variant has one version in pps (its ``version`` in the template): ``version`` and
-    each of ``availableVariantVersions`` must be a version of an offered variant.
+    each of ``availableVariantVersions`` must be a version of an offered variant (of a
+    template with variants; without any they change nothing and are accepted).
     """
     errors: dict[str, list[str]] = {}
     known = _described(spec.variants)
@@ -139,7 +140,9 @@ def choose(
                 f"its version is {chosen.version}."
             ]
     versions = {item.version for item in pool}
-    for ref in available_versions or ():
+    # A template without variants has nothing to narrow: the versions the Magento module
+    # sends from its product settings (``createDraftHash``) change nothing there.
+    for ref in (available_versions or ()) if spec.variants else ():
         if str(ref) not in {str(number) for number in versions}:
             errors.setdefault("availableVariantVersions", []).append(
                 f"No offered variant has version {ref!r}; their versions: "

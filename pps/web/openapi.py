@@ -30,14 +30,21 @@ TAGS = [
         "description": "Print files and previews: short-lived redirects, never bytes.",
     },
     {"name": "Webhooks", "description": "Signed event deliveries to the shop's URLs."},
+    {"name": "Review", "description": "Proof approval: users of the client approve a draft."},
     {"name": "Auth", "description": "Browser login with a JWT signed by the shop, the editor."},
+    {
+        "name": "Not offered",
+        "description": "Calls of the reference's clients that pps does not offer: each "
+        "answers `403` (`FeatureNotEnabledException` in the PHP SDK) naming the feature.",
+    },
     {"name": "Docs", "description": "This reference."},
 ]
 
 DESCRIPTION = (
     "Server-to-server API under /api-ext (bearer API key), browser login at /auth with a JWT "
     "the shop signs with HS256 and its API key, and file endpoints that answer with "
-    "short-lived redirects. Every error body has `message`; 422 adds `errors` per field.\n\n"
+    'short-lived redirects. Every error body has `message` and `"success": false`; 422 adds '
+    "`errors` per field, named as the client spelled it.\n\n"
     "Bodies are JSON objects (PHP's `[]` counts as `{}`) or forms "
     "(`application/x-www-form-urlencoded`): maps as `apiDefaultValues[Name]=Ada`, lists as "
     "`drafts[]=a&drafts[]=b` or `drafts=a&drafts=b`. Field names may be camelCase or "
@@ -51,13 +58,17 @@ class ErrorOut(Schema):
     message = fields.String(
         required=True, metadata={"description": "What went wrong, for a developer."}
     )
+    success = fields.Boolean(
+        required=True,
+        metadata={"description": "Always `false` on an error, as the reference answers."},
+    )
     errors = fields.Dict(
         keys=fields.String(),
         values=fields.List(fields.String()),
         metadata={
-            "description": "On 422: per field, the list of problems. A field is named in "
-            "camelCase, and also as the client spelled it when that differed "
-            "(`user_identifier`)."
+            "description": "On 422: per field, the list of problems. A field is named as "
+            "the client spelled it (`user_identifier` stays `user_identifier`; camelCase "
+            "when it was not sent at all)."
         },
     )
 

@@ -76,6 +76,36 @@ than four times a second per login (all drafts and pages together) or past the c
 (a file that cannot be decoded) is a `422` whose `general` says so.
 """
 
+REVIEW = """\
+Browser page of a review (proof approval), for its reviewers: the shop signs a login JWT
+for one of the review's users with `redirect` = `{base}/review/{review_id}` and sends the
+browser to `/auth`. The page shows every page of the draft's print file, bleed included,
+with the trim box drawn as a solid line and the bleed (cut off after printing) under a
+light veil, the reviewers' decisions so far and, while the review is open, a form to
+approve or reject with a comment.
+
+HTML errors: `401` without a login, `403` for a login of a user who is not one of the
+review's users, `404` for a review of another client or one that does not exist.
+"""
+
+REVIEW_DECIDE = """\
+The reviewer's decision, sent by the browser (`application/x-www-form-urlencoded`):
+`csrf_token` (from the page; missing: `400`, wrong: `403`), `version` (the draft version
+the page showed), `decision` (`approve` or `reject`) and `comment` (at most 2000
+characters; needed to reject). Then `303` back to the page. A rejection closes the review
+at once; an approval closes it when every reviewer has approved; either way pps POSTs the
+review's state to the shop's `closeCallbackURL`. `409` (HTML) when the review is closed
+already or the draft changed since the page was loaded; `422` with the form again when
+the decision is incomplete.
+"""
+
+REVIEW_IMAGE = """\
+A page (`page` counted from 0) of the review's proof as PNG, 1200 pixels wide: the print
+file's page rasterized with its bleed, the trim box and the bleed marked. For the
+review's users only (errors as for the page). Cached per draft version (`?v=`).
+`429` past the client's `PPS_RENDERS_PER_MINUTE`.
+"""
+
 FILE_LINK = (
     "The target of the redirects of `/api-ext/files/*`. Serves the file itself "
     "(`Content-Disposition: inline`), supports HEAD, Range and conditional requests, and can "
@@ -95,6 +125,23 @@ _PAGE_ERRORS = {
     503: "HTML error page: a backing service is unavailable; nothing was done.",
 }
 _LOCATION = {"Location": {"schema": {"type": "string"}}}
+_REVIEW_ERRORS = {
+    **_PAGE_ERRORS,
+    403: "HTML error page: the login is not one of the review's users (or a wrong CSRF "
+    "token on the form).",
+    404: "HTML error page: no such review (or page) for this login's client.",
+    409: "HTML error page: the review is closed, or the draft changed since the page loaded.",
+    422: "The page again (HTML) with what is missing, such as a comment for a rejection.",
+    429: "HTML error page: the client's renders per minute are used up.",
+}
+
+
+def _review_page(
+    summary: str, description: str, success: dict[str, dict[str, Any]], errors: tuple[int, ...]
+) -> dict[str, Any]:
+    operation = _page(summary, description, success, (), tag="Review")
+    operation["responses"].update({str(status): _html(_REVIEW_ERRORS[status]) for status in errors})
+    return operation
 
 
 def _html(description: str) -> dict[str, Any]:
@@ -217,6 +264,30 @@ PAGES: dict[str, dict[str, dict[str, Any]]] = {
             ],
         )
         for method in ("get", "post")
+    },
+    "review_pages.review_page": {
+        "get": _review_page(
+            "A review's proof and decision form, for its reviewers",
+            REVIEW,
+            {"200": _html("The review page.")},
+            (401, 403, 404, 503),
+        )
+    },
+    "review_pages.review_decide": {
+        "post": _review_page(
+            "Approve or reject a review's proof with a comment",
+            REVIEW_DECIDE,
+            {"303": {"description": "Decided; back to the review page.", "headers": _LOCATION}},
+            (400, 401, 403, 404, 409, 413, 422, 503),
+        )
+    },
+    "review_pages.review_page_image": {
+        "get": _review_page(
+            "A page of a review's proof as PNG, trim and bleed marked",
+            REVIEW_IMAGE,
+            {"200": _binary("image/png", "The PNG.")},
+            (401, 403, 404, 422, 429, 503),
+        )
     },
     "web.file_link": {
         "get": {

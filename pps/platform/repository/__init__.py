@@ -17,6 +17,7 @@ from pps.platform.models import (
     DraftVariant,
     JsonObject,
     Template,
+    TemplateRef,
     User,
     UserGroup,
 )
@@ -122,6 +123,10 @@ class Repository(Protocol):
 
     def get_template(self, client: str, identifier: str) -> Template | None: ...
 
+    def get_template_ref(self, client: str, identifier: str) -> TemplateRef | None:
+        """Pages and imported preview of a template of ``client``, without its spec."""
+        ...
+
     def list_templates(
         self, client: str | None, page: int = 1, per_page: int | None = None
     ) -> Page[Template]:
@@ -142,8 +147,10 @@ class Repository(Protocol):
         variant: DraftVariant | None = None,
         available_variants: Sequence[str] | None = None,
         theme: str | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
-        """None when the user or the template is not the client's."""
+        """None when the user or the template is not the client's. ``flags``: draft options
+        by their names in :data:`pps.platform.models.DRAFT_FLAGS` (false when left out)."""
         ...
 
     def get_draft(self, client: str, draft_hash: str) -> Draft | None: ...
@@ -172,10 +179,27 @@ class Repository(Protocol):
         state: str | None = None,
         variant: DraftVariant | None = None,
         user_group_identifier: str | None = None,
+        flags: Mapping[str, bool] | None = None,
+        upload_key: str | None = None,
     ) -> Draft | None:
         """Apply the given changes and bump ``version``; None when no such draft.
 
         ``user_group_identifier`` ``""`` takes the draft out of its group.
+        """
+        ...
+
+    def set_preflight(
+        self,
+        client: str,
+        draft_hash: str,
+        version: int,
+        status: int,
+        results: Sequence[JsonObject],
+    ) -> bool:
+        """Store a preflight's outcome for the draft at ``version``, without bumping it.
+
+        False (nothing written) when the draft is gone or has moved on to another version:
+        a slow check of an older version never overwrites a newer one's results.
         """
         ...
 
@@ -188,9 +212,11 @@ class Repository(Protocol):
         *,
         api_default_values: JsonObject | None = None,
         custom_attributes: JsonObject | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         """A new draft with a new hash and the same template, user and values; the maps
-        given are laid over the source's, key by key."""
+        given are laid over the source's, key by key. The copy keeps the source's flags but
+        ``locked``, which starts false; ``flags`` given override them."""
         ...
 
     def claim_drafts(

@@ -20,16 +20,18 @@ from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from pps.platform import ids
 from pps.platform.models import (
+    DRAFT_FLAGS,
     Client,
     Draft,
     DraftRef,
     DraftVariant,
     JsonObject,
     Template,
+    TemplateRef,
     User,
     UserGroup,
 )
-from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page
+from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page, deadline
 from pps.platform.repository.lookups import PointLookup, readers_for
 from pps.platform.repository.tables import clients, drafts, templates, user_groups, users
 
@@ -92,6 +94,10 @@ _DRAFT_BY_HASH = drafts.select().where(
     drafts.c.draft_hash == sa.bindparam("draft_hash"),
     drafts.c.client_identifier == sa.bindparam("client"),
 )
+_TEMPLATE_REF: sa.Select[Any] = sa.select(templates.c.page_count, templates.c.preview_key).where(
+    templates.c.identifier == sa.bindparam("identifier"),
+    templates.c.client_identifier == sa.bindparam("client"),
+)
 _DRAFT_REF: sa.Select[Any] = sa.select(
     drafts.c.user_identifier,
     drafts.c.version,
@@ -114,6 +120,13 @@ def server_timeouts(timeout: float) -> dict[str, Any]:
     and ``pool_pre_ping`` replaces connections that a restart closed without a failed
     request. Failures surface as SQLAlchemy's ``OperationalError``/``TimeoutError``,
     which the web layer answers with 503.
+
+    The server enforces its statement timeout only while it runs; a server whose every
+    process stopped would leave the client waiting. The client's own deadlines
+    (:mod:`pps.platform.repository.deadline`, set in :func:`create_engine`) close the
+    connection after five sixths of ``timeout`` for a statement (after the server's own
+    timeout would have answered) and after a third for the pool's pre-ping (leaving two
+    thirds for connecting afresh).
     """
     connect = max(2, math.ceil(timeout * 2 / 3))
     statement_ms = max(1, round(timeout * 2000 / 3))
@@ -149,7 +162,10 @@ def create_engine(url: str, *, timeout: float | None = None) -> Engine:
         return engine
     if timeout is None:
         return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
-    return sa.create_engine(url, pool_size=5, max_overflow=10, **server_timeouts(timeout))
+    engine = sa.create_engine(url, pool_size=5, max_overflow=10, **server_timeouts(timeout))
+    if engine.dialect.driver == "psycopg":
+        deadline.guard(engine, limit=timeout * 5 / 6, ping_limit=timeout / 3)
+    return engine
 
 
 def upgrade_database(url: str, revision: str = "head") -> None:
@@ -231,7 +247,6 @@ def _draft(row: RowMapping) -> Draft:
         created_at=_aware(row["created_at"]) or utcnow(),
         updated_at=_aware(row["updated_at"]) or utcnow(),
         record_count=row["record_count"],
-        remote_acl=bool(row.get("remote_acl", False)),
         user_group_identifier=row["user_group_identifier"],
         variant=None
         if row["variant_identifier"] is None
@@ -244,7 +259,22 @@ def _draft(row: RowMapping) -> Draft:
         if row["available_variants"] is None
         else tuple(row["available_variants"]),
         theme=row["theme"],
+        locked=bool(row["locked"]),
+        disable_preflight=bool(row["disable_preflight"]),
+        remote_acl=bool(row["remote_acl"]),
+        preflight_status=row["preflight_status"],
+        validation_results=tuple(row["validation_results"] or ()),
+        upload_key=row["upload_key"],
     )
+
+
+def _flags(flags: Mapping[str, bool] | None) -> dict[str, bool]:
+    """The draft options of ``flags`` (keys of DRAFT_FLAGS); anything else is a bug."""
+    flags = dict(flags or {})
+    unknown = set(flags) - set(DRAFT_FLAGS)
+    if unknown:
+        raise ValueError(f"not draft flags: {sorted(unknown)}")
+    return {name: bool(value) for name, value in flags.items()}
 
 
 class SqlRepository:
@@ -256,6 +286,7 @@ class SqlRepository:
         self._readers = readers_for(self.engine.url, timeout=_SQLITE_TIMEOUT)
         self._user_missing = PointLookup(self.engine, _USER_MISSING, self._readers)
         self._draft_ref = PointLookup(self.engine, _DRAFT_REF, self._readers)
+        self._template_ref = PointLookup(self.engine, _TEMPLATE_REF, self._readers)
 
     def close(self) -> None:
         if self._readers is not None:
@@ -527,6 +558,20 @@ class SqlRepository:
             )
         return _template(row) if row else None
 
+    def get_template_ref(self, client: str, identifier: str) -> TemplateRef | None:
+        if _impossible(client, identifier):
+            return None
+        row = self._template_ref.first({"identifier": identifier, "client": client})
+        if row is None:
+            return None
+        page_count, preview_key = row
+        return TemplateRef(
+            identifier=identifier,
+            client_identifier=client,
+            page_count=page_count,
+            preview_key=preview_key,
+        )
+
     def list_templates(
         self, client: str | None, page: int = 1, per_page: int | None = None
     ) -> Page[Template]:
@@ -568,6 +613,7 @@ class SqlRepository:
         variant: DraftVariant | None = None,
         available_variants: Sequence[str] | None = None,
         theme: str | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         if self.get_user(client, user_identifier) is None:
             return None
@@ -590,6 +636,7 @@ class SqlRepository:
             **_variant_columns(variant),
             "available_variants": None if available_variants is None else list(available_variants),
             "theme": theme,
+            **_flags(flags),
         }
         try:
             draft_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)
@@ -654,10 +701,18 @@ class SqlRepository:
         state: str | None = None,
         variant: DraftVariant | None = None,
         user_group_identifier: str | None = None,
+        flags: Mapping[str, bool] | None = None,
+        upload_key: str | None = None,
     ) -> Draft | None:
         if _impossible(client, draft_hash):
             return None
-        changes: dict[str, Any] = {"version": drafts.c.version + 1, "updated_at": utcnow()}
+        changes: dict[str, Any] = {
+            "version": drafts.c.version + 1,
+            "updated_at": utcnow(),
+            **_flags(flags),
+        }
+        if upload_key is not None:
+            changes["upload_key"] = upload_key
         if variant is not None:
             changes.update(_variant_columns(variant))
         if user_group_identifier is not None:
@@ -680,6 +735,28 @@ class SqlRepository:
                 return None
         return self.get_draft(client, draft_hash)
 
+    def set_preflight(
+        self,
+        client: str,
+        draft_hash: str,
+        version: int,
+        status: int,
+        results: Sequence[JsonObject],
+    ) -> bool:
+        if _impossible(client, draft_hash):
+            return False
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                drafts.update()
+                .where(
+                    drafts.c.draft_hash == draft_hash,
+                    drafts.c.client_identifier == client,
+                    drafts.c.version == version,
+                )
+                .values(preflight_status=status, validation_results=[dict(r) for r in results])
+            )
+        return bool(result.rowcount)
+
     def delete_draft(self, client: str, draft_hash: str) -> bool:
         if _impossible(client, draft_hash):
             return False
@@ -698,6 +775,7 @@ class SqlRepository:
         *,
         api_default_values: JsonObject | None = None,
         custom_attributes: JsonObject | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         original = self.get_draft(client, draft_hash)
         if original is None:
@@ -712,6 +790,7 @@ class SqlRepository:
             "values": original.values,
             "api_default_values": {**original.api_default_values, **(api_default_values or {})},
             "custom_attributes": {**original.custom_attributes, **(custom_attributes or {})},
+            # The copy is checked anew on its first change; its upload is copied by the caller.
             "version": 1,
             "created_at": now,
             "updated_at": now,
@@ -721,6 +800,12 @@ class SqlRepository:
             if original.available_variants is None
             else list(original.available_variants),
             "theme": original.theme,
+            # A copy keeps how it is checked and guarded, but starts unlocked: shops copy
+            # ordered (locked) drafts so that the customer can change the copy.
+            "disable_preflight": original.disable_preflight,
+            "remote_acl": original.remote_acl,
+            "locked": False,
+            **_flags(flags),
         }
         try:
             new_hash = self._insert_with_fresh_id(drafts, "draft_hash", ids.draft_hash, values)

@@ -116,8 +116,15 @@ drafts = sa.Table(
     sa.Column("updated_at", Timestamp, nullable=False),
     # Rows of variable data (in variable_rows); 0 without variable data.
     sa.Column("record_count", sa.Integer, nullable=False, server_default="0"),
-    # remoteAcl: the shop's ACL URL is asked before each action on the draft (pps.acl).
+    # Draft options (pps.platform.models.DRAFT_FLAGS), migration 0003; remote_acl: the shop's
+    # ACL URL is asked before each action on the draft (pps.acl).
+    sa.Column("locked", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("disable_preflight", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("remote_acl", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Preflight (pps.preflight) and the customer's own print PDF (intents upload*): 0006.
+    sa.Column("preflight_status", sa.Integer, nullable=False, server_default="-1"),
+    sa.Column("validation_results", sa.JSON, nullable=False, server_default="[]"),
+    sa.Column("upload_key", sa.String(500), nullable=True),
     # pps.groups and pps.variants (migration 0004)
     sa.Column(
         "user_group_identifier",
@@ -271,4 +278,60 @@ webhook_deliveries = sa.Table(
     sa.Column("lease_until", Timestamp, nullable=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Index("ix_webhook_deliveries_due", "next_attempt_at"),
+)
+
+# -- reviews (proof approval; pps.reviews.store) -------------------------------------------
+
+reviews = sa.Table(
+    "reviews",
+    metadata,
+    sa.Column("review_id", sa.String(32), primary_key=True),
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    # A review goes with its draft.
+    sa.Column(
+        "draft_hash",
+        sa.String(64),
+        sa.ForeignKey("drafts.draft_hash", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("close_callback_url", sa.Text, nullable=True),
+    sa.Column("remote_acl", sa.Boolean, nullable=False),
+    sa.Column("pdf_key", sa.String(500), nullable=True),
+    sa.Column("pdf_count", sa.Integer, nullable=False),
+    # Bumped by every write: two reviewers deciding at once cannot overwrite each other.
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Column("closed_at", Timestamp, nullable=True),
+)
+
+review_users = sa.Table(
+    "review_users",
+    metadata,
+    sa.Column(
+        "review_id",
+        sa.String(32),
+        sa.ForeignKey("reviews.review_id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    # A deleted (or merged away) user leaves the reviews they were on.
+    sa.Column(
+        "user_identifier",
+        sa.String(64),
+        sa.ForeignKey("users.identifier", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("decision", sa.String(16), nullable=True),
+    sa.Column("comment", sa.Text, nullable=True),
+    sa.Column("draft_version", sa.Integer, nullable=True),
+    sa.Column("decided_at", Timestamp, nullable=True),
 )

@@ -1,7 +1,9 @@
-"""webhooks and their deliveries, per-client outbound settings, drafts' remoteAcl flag
+"""webhooks and their deliveries, per-client outbound settings
+
+A draft's ``remote_acl`` flag is a draft option of 0003.
 
 Revision ID: 0008
-Revises: 0005
+Revises: 0007
 Create Date: 2026-12-08 09:00:00.000000
 """
 
@@ -11,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008"
-down_revision = "0005"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
@@ -80,15 +82,9 @@ def upgrade() -> None:
         ["webhook_identifier"],
         unique=False,
     )
-    with op.batch_alter_table("drafts", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("remote_acl", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("drafts", schema=None) as batch_op:
-        batch_op.drop_column("remote_acl")
     op.drop_index(op.f("ix_webhook_deliveries_webhook_identifier"), table_name="webhook_deliveries")
     op.drop_index("ix_webhook_deliveries_due", table_name="webhook_deliveries")
     op.drop_table("webhook_deliveries")

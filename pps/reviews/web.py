@@ -1,0 +1,217 @@
+"""The reviewer's pages: ``/review/<reviewId>`` for a user logged in through ``/auth``.
+
+* ``GET /review/<id>``: every page of the proof (the print file, bleed included, with the
+  trim box and the bleed marked) and, while the review is open, a form to approve or
+  reject with a comment.
+* ``POST /review/<id>``: the decision (CSRF token required, as in the editor); ``303``
+  back to the page, which then shows it. A rejection without a comment is the form
+  again with ``422``; a decision on a closed review ``409``; on a proof that changed since
+  the page was loaded ``409`` (look again first).
+* ``GET /review/<id>/page/<n>.png``: page ``n`` (from 0) of the proof, marked.
+
+Only the review's users: without a login ``401``, a login of someone else ``403``, a
+review of another client ``404``, all as HTML pages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from flask import Blueprint, Response, current_app, render_template, request, url_for
+
+from pps.auth.web import logged_in_as
+from pps.editor.csrf import check_csrf, csrf_token
+from pps.files.rendering import TemplateNotRenderable, template_spec
+from pps.platform.errors import Forbidden, NotFound, PayloadTooLarge, PpsError, ValidationFailed
+from pps.platform.http_headers import PAGE_CSP
+from pps.render import RenderError
+from pps.reviews.model import APPROVE, MAX_COMMENT, REJECT, Review
+from pps.reviews.proof import PROOF_WIDTHS, proof_page_image
+from pps.reviews.service import ReviewContext, Reviews
+from pps.web.common import services
+
+__all__ = ["bp"]
+
+bp = Blueprint(
+    "review_pages",
+    __name__,
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static/review",
+)
+
+WIDTH = PROOF_WIDTHS[0]
+MAX_FORM_FIELDS = 10
+
+
+class ReviewLoginRequired(PpsError):
+    status = 401
+    default_message = (
+        "You are not logged in (or your login has expired). Please open the review "
+        "from the shop again to log in."
+    )
+
+
+class NotAReviewer(Forbidden):
+    default_message = (
+        "Only the reviewers of this proof may see it, and you are not one of them. "
+        "If you should be, ask the shop to add you to the review."
+    )
+
+
+def _reviews() -> Reviews:
+    return current_app.extensions["pps.reviews"]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Visit:
+    user: str
+    ctx: ReviewContext
+
+
+def _load(review_id: str) -> Visit:
+    """The review, for one of its reviewers; otherwise a 401, 403 or 404 page."""
+    identity = logged_in_as()
+    if identity is None:
+        raise ReviewLoginRequired()
+    client_id, user_id = identity
+    if services().clients.get(client_id) is None:  # disabled since the login
+        raise ReviewLoginRequired()
+    review = _reviews().store.get(client_id, review_id)
+    if review is None:
+        raise NotFound("There is no such review.")
+    if review.reviewer(user_id) is None:
+        raise NotAReviewer()
+    return Visit(user_id, _reviews().context(review))
+
+
+@bp.get("/review/<review_id>")
+def review_page(review_id: str) -> Response:
+    visit = _load(review_id)
+    return _page(visit, comment="", problem=None, status=200)
+
+
+@bp.post("/review/<review_id>")
+def review_decide(review_id: str) -> Response:
+    visit = _load(review_id)
+    if len(request.form) > MAX_FORM_FIELDS:
+        raise PayloadTooLarge("This form has more fields than the review form ever sends.")
+    check_csrf()
+    decision = request.form.get("decision", "")
+    comment = request.form.get("comment", "")
+    version_text = request.form.get("version", "")
+    version = int(version_text) if version_text.isdigit() and len(version_text) < 10 else -1
+    review = visit.ctx.review
+    try:
+        _reviews().decide(
+            review.client_identifier,
+            review.review_id,
+            visit.user,
+            decision,
+            comment,
+            draft_version=version,
+        )
+    except ValidationFailed as exc:
+        return _page(visit, comment=comment, problem=exc.message, status=422)
+    response = Response(status=303)
+    response.headers["Location"] = url_for("review_pages.review_page", review_id=review_id)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/review/<review_id>/page/<int:page>.png")
+def review_page_image(review_id: str, page: int) -> Response:
+    visit = _load(review_id)
+    ctx = visit.ctx
+    try:
+        page_count = template_spec(ctx.template).page_count
+    except TemplateNotRenderable as exc:
+        raise NotFound(str(exc)) from None
+    if not 0 <= page < page_count:
+        raise NotFound("This proof has no such page.")
+    reviews = _reviews()
+    try:
+        stored = proof_page_image(
+            services().storage,
+            ctx.draft,
+            ctx.template,
+            page,
+            WIDTH,
+            reviews.policy(ctx.review.client_identifier),
+        )
+    except RenderError as exc:
+        raise ValidationFailed(f"The proof cannot be shown: {exc}") from exc
+    data = services().storage.read(stored.key)
+    if data is None:
+        raise NotFound("The image is gone; reload the page.")
+    response = Response(data, mimetype="image/png")
+    # The URL names the draft's version (?v=): a changed draft gets new URLs.
+    response.headers["Cache-Control"] = "private, max-age=600"
+    response.add_etag()
+    response.make_conditional(request)
+    return response
+
+
+# -- the page ----------------------------------------------------------------------------
+
+_DECISION_LABELS = {"approved": "Approved", "rejected": "Rejected", None: "Not decided yet"}
+_STATE_LABELS = {
+    "open": "Open: waiting for decisions",
+    "approved": "Approved by every reviewer",
+    "rejected": "Rejected",
+    "closed": "Closed by the shop",
+}
+
+
+def _image_url(review_id: str, page: int) -> str:
+    return url_for("review_pages.review_page_image", review_id=review_id, page=page)
+
+
+@dataclass(frozen=True)
+class PageView:
+    number: int
+    src: str
+    alt: str
+
+
+def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Response:
+    ctx = visit.ctx
+    review: Review = ctx.review
+    try:
+        spec = template_spec(ctx.template)
+        page_count, size = spec.page_count, (spec.width, spec.height, spec.bleed)
+    except TemplateNotRenderable:
+        page_count, size = 0, None
+    query = urlencode({"v": ctx.draft.version})
+    pages = [
+        PageView(
+            number=page + 1,
+            src=f"{_image_url(review.review_id, page)}?{query}",
+            alt=f"Page {page + 1} of {page_count} of the proof, trim and bleed marked",
+        )
+        for page in range(page_count)
+    ]
+    mine = review.reviewer(visit.user)
+    body = render_template(
+        "review.html",
+        review=review,
+        template_name=ctx.template.name,
+        draft=ctx.draft,
+        size=size,
+        pages=pages,
+        state_label=_STATE_LABELS.get(review.state, review.state),
+        decision_labels=_DECISION_LABELS,
+        mine=mine,
+        comment=comment,
+        problem=problem,
+        max_comment=MAX_COMMENT,
+        approve=APPROVE,
+        reject=REJECT,
+        csrf_token=csrf_token(),
+        action=url_for("review_pages.review_decide", review_id=review.review_id),
+    )
+    response = Response(body, status=status, mimetype="text/html")
+    response.headers["Content-Security-Policy"] = PAGE_CSP
+    response.headers["Cache-Control"] = "no-store"
+    return response

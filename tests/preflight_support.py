@@ -1,0 +1,95 @@
+"""Real PDFs and images for the preflight and upload tests, made with reportlab, pikepdf, Pillow."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pikepdf
+from PIL import Image
+from reportlab.lib.units import mm
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.ttfonts import TTFont
+from reportlab.pdfgen.canvas import Canvas
+
+from pps.render.fonts import BUILTIN_FONTS
+
+EMBEDDED_FONT = "PreflightVera"
+pdfmetrics.registerFont(TTFont(EMBEDDED_FONT, str(BUILTIN_FONTS["Vera"])))
+
+
+def print_pdf(
+    pages: int = 2,
+    *,
+    width: float = 91,
+    height: float = 61,
+    font: str = EMBEDDED_FONT,
+    text: str = "Customer artwork",
+    fill: tuple[float, float, float] = (1, 0, 0),
+    image: Image.Image | None = None,
+    image_mm: float = 20,
+) -> bytes:
+    """A PDF of ``pages`` pages of ``width`` x ``height`` mm, filled with ``fill`` (RGB),
+    with ``text`` in ``font`` (embedded TrueType, or a standard-14 name: not embedded)."""
+    out = io.BytesIO()
+    canvas = Canvas(out, pagesize=(width * mm, height * mm))
+    for number in range(1, pages + 1):
+        canvas.setFillColorRGB(*fill)
+        canvas.rect(0, 0, width * mm, height * mm, stroke=0, fill=1)
+        canvas.setFillColorRGB(1, 1, 1)
+        canvas.setFont(font, 9)
+        canvas.drawString(10 * mm, 10 * mm, f"{text} {number}")
+        if image is not None:
+            canvas.drawInlineImage(image, 30 * mm, 20 * mm, image_mm * mm, image_mm * mm)
+        canvas.showPage()
+    canvas.save()
+    return out.getvalue()
+
+
+def encrypted(data: bytes, user_password: str = "secret") -> bytes:  # noqa: S107
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        out = io.BytesIO()
+        pdf.save(out, encryption=pikepdf.Encryption(owner="owner-pw", user=user_password))
+    return out.getvalue()
+
+
+def with_restricted_fonts(data: bytes) -> bytes:
+    """``data`` with every embedded TrueType program's OS/2 fsType set to 2 (Restricted
+    License embedding), as a font vendor marks fonts that must not be embedded."""
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        for page in pdf.pages:
+            for _, font in page.obj.Resources.Font.items():
+                descriptor = font.get("/FontDescriptor")
+                if descriptor is None and "/DescendantFonts" in font:
+                    descriptor = font.DescendantFonts[0].FontDescriptor
+                if descriptor is None or "/FontFile2" not in descriptor:
+                    continue
+                program = bytearray(descriptor.FontFile2.read_bytes())
+                count = int.from_bytes(program[4:6], "big")
+                for index in range(count):
+                    record = 12 + 16 * index
+                    if program[record : record + 4] == b"OS/2":
+                        offset = int.from_bytes(program[record + 8 : record + 12], "big")
+                        program[offset + 8 : offset + 10] = (2).to_bytes(2, "big")
+                descriptor.FontFile2.write(bytes(program))
+        out = io.BytesIO()
+        pdf.save(out)
+    return out.getvalue()
+
+
+def image_bytes(size: tuple[int, int], mode: str = "RGB", fmt: str = "PNG") -> bytes:
+    color: Any = (0, 120, 200) if mode == "RGB" else (100, 20, 0, 10)
+    out = io.BytesIO()
+    Image.new(mode, size, color).save(out, fmt)
+    return out.getvalue()
+
+
+def write_template(folder: Path, document: dict[str, Any], files: dict[str, bytes]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    path = folder / "template.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
