@@ -62,7 +62,13 @@ def new_draft_options(
     if group is None and not data.get("userGroupIdentifier") and user is not None:
         group = user.user_group_identifier
     choice = Choice(variant=None, available=None, theme=None)
-    if template is not None and any(data.get(name) is not None for name in _VARIANT_FIELDS):
+    sent = {name for name in _VARIANT_FIELDS if data.get(name) is not None}
+    # availableVariantVersions alone (the Magento module's createDraftHash) narrows nothing
+    # on a template without variants: accepted there without reading the template's spec.
+    if sent == {"availableVariantVersions"} and template is not None:
+        if not template.spec.get("variants"):
+            sent = set()
+    if template is not None and sent:
         try:
             choice = _choose(
                 template,
