@@ -65,9 +65,12 @@ def new_draft_options(
     sent = {name for name in _VARIANT_FIELDS if data.get(name) is not None}
     # availableVariantVersions alone (the Magento module's createDraftHash) narrows nothing
     # on a template without variants: accepted there without reading the template's spec.
-    if sent == {"availableVariantVersions"} and template is not None:
-        if not template.spec.get("variants"):
-            sent = set()
+    if (
+        sent == {"availableVariantVersions"}
+        and template is not None
+        and not template.spec.get("variants")
+    ):
+        sent = set()
     if template is not None and sent:
         try:
             choice = _choose(
