@@ -49,8 +49,9 @@ def register_services(app: Flask, settings: Settings) -> None:
     from pps.processing.job import run_in_process
     from pps.reviews.service import Reviews, notify_in_background
     from pps.reviews.store import open_review_store
+    from pps.webhooks.dispatcher import start_dispatcher
 
-    services = build_services(settings, run_in_process)
+    services = build_services(settings, run_in_process, start_dispatcher)
     app.extensions["pps"] = services
     app.extensions["pps.reviews"] = Reviews(
         services, open_review_store(services.repository), notify_in_background(services)
@@ -73,13 +74,18 @@ def register_api(app: Flask) -> None:
     from pps.api.not_offered import not_offered_tokens
     from pps.clients import api as clients  # noqa: F401  (each nests itself in bp)
     from pps.drafts import api as drafts  # noqa: F401
+    from pps.drafts import upload_api as draft_upload  # noqa: F401
     from pps.files.api import files_api
+    from pps.groups import api as groups  # noqa: F401
     from pps.processing import api as processing  # noqa: F401
     from pps.reviews.api import review_files
     from pps.templates import api as templates  # noqa: F401
     from pps.uploads import api as uploads  # noqa: F401
     from pps.users import api as users  # noqa: F401
+    from pps.variants import api as variants  # noqa: F401
+    from pps.vdata import api as vdata  # noqa: F401
     from pps.web.openapi import api_of
+    from pps.webhooks import api as webhooks  # noqa: F401
 
     api = api_of(app)
     app.url_map.converters["draft_hash"] = DraftHashConverter

@@ -23,6 +23,11 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from pps.auth.redirects import origin_of
+from pps.clients.cli import (
+    client_allow_host,
+    client_rotate_webhook_secret,
+    client_set_acl_url,
+)
 from pps.demo import DEMO_TEMPLATE_FILE, EXAMPLES_DIR, DemoError, seed_demo
 from pps.files.sweep_cli import files_group
 from pps.platform.models import Client, Template
@@ -242,6 +247,11 @@ def client_rotate_key(identifier: str, as_json: bool) -> None:
     click.echo(f"New API key of {client.identifier}: {client.api_key}")
     ttl = _services().settings.client_cache_ttl
     click.echo(f"The old key stops working within {ttl:g} s (PPS_CLIENT_CACHE_TTL).")
+
+
+client_group.add_command(client_set_acl_url)
+client_group.add_command(client_allow_host)
+client_group.add_command(client_rotate_webhook_secret)
 
 
 # -- templates ---------------------------------------------------------------------------

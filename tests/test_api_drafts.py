@@ -50,8 +50,14 @@ def assert_draft(draft: dict[str, Any]) -> dict[str, Any]:
     assert draft["state"] in ("init", "edited", "finished")
     assert isinstance(draft["personalizations"]["amount"], int)
     assert set(draft["personalizations"]) == {"amount"}
-    # issue 13: the PHP SDK's fixture for "no variant"; an int preflightStatus
-    assert draft["variant"] == {"id": None, "version": None}
+    # The SDK's Variant of a draft: {id: int|null, identifier: string, version: int|null}.
+    assert set(draft["variant"]) == {"id", "identifier", "version"}
+    assert isinstance(draft["variant"]["identifier"], str)
+    assert all(
+        draft["variant"][key] is None or type(draft["variant"][key]) is int
+        for key in ("id", "version")
+    )
+    # issue 13: an int preflightStatus; the stored draft options as booleans
     assert isinstance(draft["preflightStatus"], int)
     assert not isinstance(draft["preflightStatus"], bool)
     for name in ("locked", "disablePreflight", "remoteAcl"):
@@ -110,8 +116,10 @@ def test_create_draft_with_json(
     assert draft["state"] == "init"
     assert draft["apiDefaultValues"] == {"Name": "Ada", "City": "", "Zip": 1234}
     assert draft["customAttributes"] == {"orderLine": 3, "nested": {"a": [1, 2]}}
-    assert draft["personalizations"] == {"amount": 2}
-    assert draft["variant"] == {"id": None, "version": None}  # no variant (issue 13)
+    assert draft["personalizations"] == {"amount": 1}  # records: 1 without variable data
+    # No variant chosen: the SDK's fixture for "no variant" (printformer-php-sdk,
+    # tests/Client/Draft/ClientTest.php), with the identifier as a string.
+    assert draft["variant"] == {"id": None, "identifier": "", "version": None}
     assert counts(repo)["drafts"] == before["drafts"] + 1
     stored = repo.get_draft(tenant.identifier, draft["draftHash"])
     assert stored is not None and stored.user_identifier == user.identifier
@@ -125,7 +133,7 @@ def test_create_draft_with_minimal_json(api: Any, user: User, template: Template
     draft = one_draft(response, 201)
     assert draft["apiDefaultValues"] == {}
     assert draft["customAttributes"] == {}
-    assert draft["personalizations"] == {"amount": 0}
+    assert draft["personalizations"] == {"amount": 1}  # records: 1 without variable data
 
 
 def test_create_draft_with_php_style_form(api: Any, user: User, template: Template) -> None:

@@ -26,6 +26,7 @@ from conftest import ApiClient
 from flask import Flask
 
 from pps.platform.models import Client
+from pps.platform.repository.integrations import SqlIntegrationStore
 from pps.platform.repository.sql import SqlRepository
 
 #: Every endpoint of the api blueprint, as (method, path with {placeholders}).
@@ -49,6 +50,19 @@ ENDPOINTS = [
     ("GET", "/api-ext/template/{template}"),
     ("POST", "/api-ext/pdf-processing"),
     ("GET", "/api-ext/pdf-processing/{processing}"),
+    ("POST", "/api-ext/file"),
+    ("GET", "/api-ext/draft/{draft}/variable-data"),
+    ("POST", "/api-ext/draft/{draft}/variable-data"),
+    ("PUT", "/api-ext/draft/{draft}/variable-data"),
+    ("GET", "/api-ext/draft/{draft}/{usage}/page-info"),
+    ("POST", "/api-ext/webhook"),
+    ("GET", "/api-ext/webhook"),
+    ("GET", "/api-ext/webhook/{webhook}"),
+    ("DELETE", "/api-ext/webhook/{webhook}"),
+    ("GET", "/api-ext/variant"),
+    ("GET", "/api-ext/theme"),
+    ("POST", "/api-ext/user-group"),
+    ("GET", "/api-ext/user-group/{user}"),  # any identifier but a group's: 404
     ("POST", "/api-ext/review"),
     ("POST", "/api-ext/review/{review}/add-user"),
     ("POST", "/api-ext/review/{review}/delete-user"),
@@ -79,6 +93,13 @@ def world(app: Flask, repo: SqlRepository, tenant: Client, other_tenant: Client)
     other_user = make_user(repo, other_tenant, first_name="Theirs")
     other_template = make_template(repo, other_tenant, "TPLtheir")
     other_draft = make_draft(repo, other_tenant, other_user, other_template)
+    # Subscribed to an event these tests never cause, so nothing is delivered.
+    webhook = SqlIntegrationStore(repo.engine).create_webhook(
+        tenant.identifier, "review.closed", "http://127.0.0.1:9/hook"
+    )
+    other_webhook = SqlIntegrationStore(repo.engine).create_webhook(
+        other_tenant.identifier, "review.closed", "http://127.0.0.1:9/hook"
+    )
     reviews = app.extensions["pps.reviews"]
     review, other_review = (
         reviews.create(
@@ -91,6 +112,8 @@ def world(app: Flask, repo: SqlRepository, tenant: Client, other_tenant: Client)
         for owner, on, by in ((tenant, draft, user), (other_tenant, other_draft, other_user))
     )
     return {
+        "webhook": webhook.identifier,
+        "other_webhook": other_webhook.identifier,
         "user": user.identifier,
         "source": source.identifier,
         "template": template.identifier,
@@ -99,6 +122,7 @@ def world(app: Flask, repo: SqlRepository, tenant: Client, other_tenant: Client)
         "other_template": other_template.identifier,
         "other_draft": other_draft.draft_hash,
         "processing": "0123456789abcdef0123456789abcdef",
+        "usage": "print",
         "review": review.review_id,
         "other_review": other_review.review_id,
     }
@@ -120,6 +144,8 @@ def valid_body(method: str, path: str, world: dict[str, str]) -> dict[str, Any] 
             "drafts": [world["draft"]],
         },
         ("POST", "/api-ext/pdf-processing"): {"draftIds": [world["draft"]]},
+        ("PUT", "/api-ext/draft/{draft}/variable-data"): {"data": []},
+        ("POST", "/api-ext/webhook"): {"event": "review.closed", "url": "http://127.0.0.1:9/"},
         ("POST", "/api-ext/review"): {
             "draftId": world["draft"],
             "user": [world["user"]],
@@ -149,8 +175,10 @@ def test_the_endpoint_list_is_complete(app: Flask) -> None:
             path = re.sub(r"<[a-z_]+:([a-z_]+)>", r"<\1>", rule.rule)  # converters
             path = path.replace("<draft_hash>", "{draft}")
             path = path.replace("<processing_id>", "{processing}")
+            path = path.replace("<usage>", "{usage}")
             path = path.replace("<review_id>", "{review}")
-            path = path.replace("<identifier>", "{template}" if "template" in path else "{user}")
+            kind = next((k for k in ("template", "webhook") if k in path), "user")
+            path = path.replace("<identifier>", f"{{{kind}}}")
             for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}:
                 routed.add((method, path))
     assert routed == set(ENDPOINTS)
@@ -446,6 +474,7 @@ def test_unknown_identifiers_are_404(
             draft=unknown,
             template=unknown,
             processing=unknown,
+            webhook=unknown,
             review=unknown,
         )
         response = api.request(method, target, json=valid_body(method, path, world))
@@ -468,6 +497,7 @@ def test_other_tenants_identifiers_are_404(
         user=world["other_user"],
         draft=world["other_draft"],
         template=world["other_template"],
+        webhook=world["other_webhook"],
         review=world["other_review"],
     )
     response = api.request(method, target, json=valid_body(method, path, world))

@@ -10,7 +10,7 @@ from api_support import USER_ID, assert_error, counts, make_draft, make_template
 from pps.platform.models import Client
 from pps.platform.repository.sql import SqlRepository
 
-USER_KEYS = {"identifier", "locale", "profile", "customAttributes"}
+USER_KEYS = {"identifier", "locale", "profile", "customAttributes", "userGroupIdentifier"}
 PROFILE_KEYS = {"salutation", "title", "firstName", "lastName", "email"}
 
 

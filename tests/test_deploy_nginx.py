@@ -81,8 +81,9 @@ def body_limit(config: str) -> int:
     return int(found.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[found.group(2)]
 
 
-#: The path of a customer's print PDF (pps.uploads.api), the one body allowed to be larger.
-UPLOAD_PATH = re.compile(r"^/api-ext/draft/[^/]+/upload$")
+#: The upload paths (a customer's print PDF, pps.drafts.upload_api; a file, pps.uploads.api;
+#: variable data, pps.vdata.api), the only bodies allowed to be larger.
+UPLOAD_PATH = re.compile(r"^/api-ext/(file|draft/[^/]+/(upload|variable-data))$")
 
 
 def upload_body_limit(config: str) -> int:
@@ -408,8 +409,19 @@ def test_body_limit_of_nginx_matches_the_app_default() -> None:
 
 def test_upload_limit_of_nginx_matches_the_app_default() -> None:
     assert upload_body_limit(SHIPPED) == Settings().max_upload_bytes
-    assert UPLOAD_PATH.match("/api-ext/draft/abc123/upload")
-    for other in ("/api-ext/draft", "/api-ext/draft/abc/replicate", "/api-ext/draft/a/b/upload"):
+    for upload in (
+        "/api-ext/draft/abc123/upload",
+        "/api-ext/file",
+        "/api-ext/draft/a/variable-data",
+    ):
+        assert UPLOAD_PATH.match(upload), upload
+    for other in (
+        "/api-ext/draft",
+        "/api-ext/draft/abc/replicate",
+        "/api-ext/draft/a/b/upload",
+        "/api-ext/files/draft/a/print",
+        "/api-ext/draft/a/b/variable-data",
+    ):
         assert not UPLOAD_PATH.match(other), other
 
 

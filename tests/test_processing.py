@@ -339,23 +339,44 @@ def test_bad_draft_ids_are_422(
     assert rows(repo, tenant) == 0
 
 
-def test_other_tenants_draft_ids_are_422_naming_them(
+def test_other_tenants_and_unknown_draft_ids_fail_alone_while_the_others_proceed(
     app: Flask,
     api: ApiClient,
     repo: SqlRepository,
     tenant: Client,
     other_tenant: Client,
+    worker_mode: str,
 ) -> None:
+    """Issue 13: as the reference's documented notification shows, one draft ``failed``
+    with a ``message`` while the others proceed; not a 422 for the batch."""
     mine = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
     theirs = card_draft(repo, other_tenant, card_template(repo, other_tenant), "Eve")
-    response = api.post(
-        URL, json={"draftIds": [mine.draft_hash, theirs.draft_hash, "no-such-draft"]}
-    )
-    body = assert_error(response, 422, "draftIds")
-    messages = " ".join(body["errors"]["draftIds"])
-    assert theirs.draft_hash in messages and "no-such-draft" in messages
-    assert mine.draft_hash not in messages
-    assert rows(repo, tenant) == 0
+    with receiver() as hook:
+        response = api.post(
+            URL,
+            json={
+                "draftIds": [theirs.draft_hash, mine.draft_hash, "no-such-draft"],
+                "stateChangedNotifyUrl": hook.url,
+            },
+        )
+        assert response.status_code == 201, response.get_data()
+        processing_id = response.get_json()["processingId"]
+        run_jobs(app, worker_mode)
+        final = status(api, processing_id)["draftStates"]
+        assert [(d["draftId"], d["state"]) for d in final] == [
+            (theirs.draft_hash, "failed"),
+            (mine.draft_hash, "processed"),
+            ("no-such-draft", "failed"),
+        ]
+        assert "No draft with this hash" in final[0]["message"]
+        assert final[0]["message"].endswith(theirs.draft_hash)
+        assert final[2]["message"].endswith("no-such-draft")
+        assert final[1]["message"] is None
+        # The other client's draft is not touched or rendered.
+        assert repo.get_draft(other_tenant.identifier, theirs.draft_hash) == theirs
+        # The notifications show the failed ones from the first one on.
+        first = hook.bodies()[0]["draftStates"]
+        assert [d["state"] for d in first] == ["failed", "pending", "failed"]
 
 
 def test_other_tenants_processing_id_is_404(

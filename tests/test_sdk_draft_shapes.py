@@ -37,6 +37,7 @@ def assert_sdk_draft(draft: dict[str, Any]) -> None:
     variant = draft["variant"]
     assert isinstance(variant, dict)
     assert all(variant[k] is None or type(variant[k]) is int for k in ("id", "version"))
+    assert isinstance(variant["identifier"], str)
     assert isinstance(draft["apiDefaultValues"], dict)
     assert isinstance(draft["customAttributes"], dict)
     assert isinstance(draft["validationResults"], list)
@@ -78,7 +79,9 @@ def test_draft_builder_minimal(api: Any, user: User, template: Template) -> None
     draft = response.get_json()["data"]
     assert_sdk_draft(draft)
     assert draft["preflightStatus"] == -1  # not checked, as the SDK's fixtures
-    assert draft["variant"] == {"id": None, "version": None}
+    # No variant: the SDK's fixture ({id: null, version: null}) with the identifier its
+    # typed Variant property needs as a string.
+    assert draft["variant"] == {"id": None, "identifier": "", "version": None}
     assert draft["validationResults"] == []
     assert (draft["locked"], draft["disablePreflight"], draft["remoteAcl"]) == (False,) * 3
     for method in ("GET",):  # show and list answer the same types

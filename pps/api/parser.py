@@ -85,7 +85,7 @@ def php_form(pairs: Iterable[tuple[str, list[str]]]) -> dict[str, Any]:
     return result
 
 
-def _urlencoded_pairs(raw: bytes) -> list[tuple[str, list[str]]]:
+def urlencoded_pairs(raw: bytes) -> list[tuple[str, list[str]]]:
     """The fields of an ``application/x-www-form-urlencoded`` body, strictly UTF-8.
 
     Werkzeug keeps an escape that is not UTF-8 (``%ED%A0%80``, a UTF-16 surrogate) as the
@@ -188,7 +188,7 @@ class PpsParser(FlaskParser):
         mimetype = req.mimetype
         data: Any
         if mimetype == "application/x-www-form-urlencoded":
-            data = self._lists_where_wanted(php_form(_urlencoded_pairs(raw)), schema)
+            data = self._lists_where_wanted(php_form(urlencoded_pairs(raw)), schema)
         elif mimetype == "multipart/form-data":
             form = req.form
             pairs = [(key, form.getlist(key)) for key in form]

@@ -21,6 +21,7 @@ from pps.platform.models import (
     Template,
 )
 from pps.render.text import as_text
+from pps.render.variants import variant_summaries
 
 MAX_VALUES = 1000
 MAX_VALUE_LENGTH = 10_000
@@ -126,6 +127,50 @@ class UserInput(Input):
         allow_none=True, validate=validate.Regexp(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?$")
     )
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
+    userGroupIdentifier = fields.String(
+        allow_none=True,
+        validate=validate.Length(max=64),
+        metadata={"description": "A user group of the client (null: no group)."},
+    )
+
+
+class VariantRef(fields.Field[Any]):
+    """A variant by its ``id`` (an int, as the PHP SDK sends it) or its ``identifier``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValidationError("Must be a variant's id (an integer) or identifier (a string).")
+        if isinstance(value, str) and not 0 < len(value) <= 64:
+            raise ValidationError("A variant identifier is 1 to 64 characters long.")
+        return value
+
+
+_VARIANT_DOC = {"oneOf": [{"type": "integer"}, {"type": "string"}]}
+_VERSION = fields.Integer(
+    allow_none=True,
+    strict=True,
+    validate=validate.Range(min=1),
+    metadata={"description": "The variant's version (pps keeps one version per variant)."},
+)
+
+
+class VariantOptions(Input):
+    """The draft options of pps.variants and pps.groups (DraftBuilder and Magento)."""
+
+    userGroupIdentifier = fields.String(
+        allow_none=True,
+        validate=validate.Length(max=64),
+        metadata={"description": "A user group of the client; default: the user's group."},
+    )
+    variant = VariantRef(allow_none=True, metadata=_VARIANT_DOC)
+    version = _VERSION
+    availableVariants = fields.List(
+        VariantRef(metadata=_VARIANT_DOC), allow_none=True, validate=validate.Length(max=100)
+    )
+    availableVariantVersions = fields.List(
+        VariantRef(metadata=_VARIANT_DOC), allow_none=True, validate=validate.Length(max=100)
+    )
+    theme = fields.String(allow_none=True, validate=validate.Length(min=1, max=64))
 
 
 INTENTS_DOC = (
@@ -248,7 +293,7 @@ def draft_flags(data: dict[str, Any]) -> dict[str, bool]:
     return {name: value for name, value in sent.items() if value is not None}
 
 
-class DraftCreateInput(DraftOptionsInput):
+class DraftCreateInput(VariantOptions, DraftOptionsInput):
     templateIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     userIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
     intent = fields.String(
@@ -266,7 +311,7 @@ class DraftCreateInput(DraftOptionsInput):
     customAttributes = JsonObjectField(load_default=dict, allow_none=True, validate=_attributes)
 
 
-class DraftUpdateInput(DraftOptionsInput):
+class DraftValuesInput(DraftOptionsInput):
     """A field sent as null is left as it is, like a field not sent."""
 
     apiDefaultValues = JsonObjectField(
@@ -277,7 +322,16 @@ class DraftUpdateInput(DraftOptionsInput):
     customAttributes = JsonObjectField(allow_none=True, validate=_attributes)
 
 
-class DraftReplicateInput(DraftUpdateInput):
+class DraftUpdateInput(DraftValuesInput):
+    """``PUT /api-ext/draft/{hash}``: values, attributes, and the draft's variant or group
+    (``userGroupIdentifier`` ``""`` takes the draft out of its group)."""
+
+    variant = VariantRef(allow_none=True, metadata=_VARIANT_DOC)
+    version = _VERSION
+    userGroupIdentifier = fields.String(allow_none=True, validate=validate.Length(max=64))
+
+
+class DraftReplicateInput(DraftValuesInput):
     """Values for the copy, laid over the source's key by key; nothing sent: an exact copy
     (the Magento module sends GET without a body). The copy keeps `disablePreflight` and
     `remoteAcl` and starts unlocked unless these options say otherwise."""
@@ -291,6 +345,11 @@ class DraftClaimInput(Input):
         validate=validate.Length(max=MAX_VALUES),
     )
     dryRun = fields.Boolean(load_default=False)
+    userGroupIdentifier = fields.String(
+        load_default=None,
+        allow_none=True,
+        metadata={"description": "Claim only drafts of this user group; the user must be in it."},
+    )
 
 
 class MergeInput(Input):
@@ -317,6 +376,10 @@ class DraftListArgs(PageArgs):
     userIdentifier = fields.String(
         load_default=None,
         metadata={"description": "Only this user's drafts; `user_identifier` works too."},
+    )
+    userGroupIdentifier = fields.String(
+        load_default=None,
+        metadata={"description": "Only the drafts of this user group."},
     )
 
 
@@ -364,6 +427,7 @@ class UserOut(Output):
     locale = fields.String(allow_none=True)
     profile = Whole(ProfileOut, required=True)
     customAttributes = fields.Dict(attribute="custom_attributes", required=True)
+    userGroupIdentifier = fields.String(attribute="user_group_identifier", allow_none=True)
 
 
 def effective_values(record: Draft) -> dict[str, Any]:
@@ -371,25 +435,62 @@ def effective_values(record: Draft) -> dict[str, Any]:
     return {**record.api_default_values, **record.values}
 
 
-def filled_count(record: Draft) -> int:
-    return sum(1 for value in effective_values(record).values() if value not in (None, ""))
+def personalization_amount(record: Draft) -> int:
+    """Records the print file holds: the rows of variable data, 1 without any."""
+    return max(1, record.record_count)
 
 
 class PersonalizationsOut(Output):
     amount = fields.Function(
-        filled_count,
+        personalization_amount,
         required=True,
-        metadata={"type": "integer", "description": "Filled DataKey values."},
+        metadata={
+            "type": "integer",
+            "description": "Personalizations (records) in the print file: the number of "
+            "variable-data rows, 1 without variable data.",
+        },
     )
 
 
 class VariantOut(Output):
-    """The draft's variant; ``{id: null, version: null}`` for none (the PHP SDK's fixture)."""
+    """The draft's variant; ``{id: null, identifier: "", version: null}`` when it has none
+    (the template's own look), as the SDK's fixtures show: never null itself."""
 
-    id = fields.Integer(attribute="variant_id", dump_default=None, allow_none=True, required=True)
-    version = fields.Integer(
-        attribute="variant_version", dump_default=None, allow_none=True, required=True
+    id = fields.Function(
+        lambda record: None if record.variant is None else record.variant.id,
+        allow_none=True,
+        metadata={"type": "integer", "nullable": True},
     )
+    identifier = fields.Function(
+        lambda record: "" if record.variant is None else record.variant.identifier,
+        required=True,
+        metadata={"type": "string"},
+    )
+    version = fields.Function(
+        lambda record: None if record.variant is None else record.variant.version,
+        allow_none=True,
+        metadata={"type": "integer", "nullable": True},
+    )
+
+
+class VariantSummaryOut(Output):
+    """A variant as the SDK's ``Variant::fromArray`` reads it (every field non-null)."""
+
+    id = fields.Integer(required=True)
+    identifier = fields.String(required=True)
+    name = fields.String(required=True)
+    thumbnail_type = fields.String(required=True, metadata={"enum": ["color", "image"]})
+    thumbnail_value = fields.String(
+        required=True,
+        metadata={"description": "`#RRGGBB` for `color`, an http(s) URL for `image`."},
+    )
+
+
+class TemplateVariants(fields.List[Any]):
+    """A template's variants, read from its imported file."""
+
+    def get_value(self, obj: Any, attr: str, accessor: Any = None, default: Any = None) -> Any:
+        return variant_summaries(obj.spec)
 
 
 class ValidationResultOut(Output):
@@ -413,7 +514,7 @@ class ValidationResultOut(Output):
 class DraftOut(Output):
     draftHash = fields.String(attribute="draft_hash", required=True)
     userIdentifier = fields.String(attribute="user_identifier", required=True)
-    userGroupIdentifier = fields.String(dump_default=None, allow_none=True)
+    userGroupIdentifier = fields.String(attribute="user_group_identifier", allow_none=True)
     templateIdentifier = fields.String(attribute="template_identifier", required=True)
     activeGroupTemplateIdentifier = fields.String(dump_default=None, allow_none=True)
     intent = fields.String(required=True)
@@ -491,7 +592,7 @@ class TemplateOut(Output):
     customAttributes = fields.Dict(attribute="custom_attributes", required=True)
     dataKeys = fields.List(fields.String(), attribute="data_keys", required=True)
     updatedAt = Timestamp(attribute="updated_at", required=True)
-    variants = fields.List(fields.Dict(), dump_default=list, required=True)
+    variants = TemplateVariants(fields.Nested(VariantSummaryOut), required=True)
     previewUrl = fields.Function(
         preview_url,
         required=True,

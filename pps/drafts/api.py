@@ -22,6 +22,8 @@ from pps.files.uploaded import upload_key
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft
 from pps.preflight import preflight_and_store
+from pps.variants.options import check_group, new_draft_options, variant_change
+from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("drafts", "Draft")
 
@@ -46,6 +48,14 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
     identifier may be sent as `userIdentifier` or `user_identifier`. A user or template
     that is not the client's is a 422 naming the field.
 
+    `userGroupIdentifier` puts the draft in a user group (default: its user's group).
+    `variant` (a variant's `id` or `identifier`, see the template's `variants`) picks the
+    look it renders with, `version` must be that variant's version; `theme` offers only
+    that theme's variants and `availableVariants` narrows the offer (the editor and
+    `PUT` stay within it; with an offer and no `variant` the first offered is chosen);
+    each of `availableVariantVersions` must be a version of an offered variant. An
+    unknown variant, theme or version is a 422 naming it.
+
     Every option of the PHP SDK's `DraftBuilder` is accepted: `locked`, `disablePreflight`
     and `remoteAcl` are stored; an option pps does not support (`feedIdentifier`,
     `pagePlanner`, `pageDimensions`, `bleedAdditions`, `pageFillColor`, ...) is a 422
@@ -55,10 +65,16 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
     client = current_client().identifier
     repository = services().repository
     errors: dict[str, list[str]] = {}
-    if repository.get_user(client, data["userIdentifier"]) is None:
+    user = repository.get_user(client, data["userIdentifier"])
+    if user is None:
         errors["userIdentifier"] = ["No user with this identifier exists for this client."]
-    if repository.get_template(client, data["templateIdentifier"]) is None:
+    template = repository.get_template(client, data["templateIdentifier"])
+    if template is None:
         errors["templateIdentifier"] = ["No template with this identifier exists for this client."]
+    try:
+        options = new_draft_options(repository, client, user, template, data)
+    except ValidationFailed as exc:
+        errors.update(exc.errors)
     if errors:
         raise ValidationFailed(errors=errors)
     record = repository.create_draft(
@@ -68,12 +84,17 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         intent=data["intent"],
         api_default_values=data["apiDefaultValues"] or {},
         custom_attributes=data["customAttributes"] or {},
+        user_group_identifier=options.user_group_identifier,
+        variant=options.choice.variant,
+        available_variants=options.choice.available,
+        theme=options.choice.theme,
         flags=draft_flags(data),
     )
     if record is None:  # the user or template vanished between the checks and the insert
         raise ValidationFailed(
             errors={"userIdentifier": ["The user or template no longer exists."]}
         )
+    emit(services(), client, DRAFT_CREATED, draft_payload(record))
     return {"data": record}
 
 
@@ -81,12 +102,16 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
 @blp.query(DraftListArgs)
 @blp.response(200, DraftList)
 def list_drafts(args: dict[str, Any]) -> dict[str, Any]:
-    """List the client's drafts"""
+    """List the client's drafts
+
+    `userIdentifier` lists one user's drafts, `userGroupIdentifier` a user group's.
+    """
     page = services().repository.list_drafts(
         current_client().identifier,
         args["page"],
         args["perPage"],
         user_identifier=args["userIdentifier"] or None,
+        user_group_identifier=args["userGroupIdentifier"] or None,
     )
     return {"data": page.items, "meta": page}
 
@@ -99,10 +124,21 @@ def claim_drafts(data: dict[str, Any]) -> Response:
     """Give drafts to a user
 
     Answers `{"<draftHash>": true|false}` without a wrapper: true when the draft was (with
-    `dryRun`: would be) claimed. Nothing changes with `dryRun`.
+    `dryRun`: would be) claimed. Nothing changes with `dryRun`. With
+    `userGroupIdentifier` only that group's drafts are claimed, and the user must be a
+    member of the group (422 otherwise).
     """
-    result = services().repository.claim_drafts(
-        current_client().identifier, data["userIdentifier"], data["drafts"], data["dryRun"]
+    client = current_client().identifier
+    repository = services().repository
+    group = check_group(repository, client, data["userGroupIdentifier"])
+    if group is not None:
+        member = repository.get_user(client, data["userIdentifier"])
+        if member is not None and member.user_group_identifier != group:
+            raise ValidationFailed(
+                errors={"userIdentifier": ["The user is not a member of this user group."]}
+            )
+    result = repository.claim_drafts(
+        client, data["userIdentifier"], data["drafts"], data["dryRun"], user_group_identifier=group
     )
     if result is None:
         raise ValidationFailed(
@@ -126,24 +162,39 @@ def show_draft(draft_hash: str) -> dict[str, Any]:
 @blp.response(200, DraftResponse)
 @blp.errors(404)
 def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
-    """Update a draft's apiDefaultValues, customAttributes or options
+    """Update a draft's apiDefaultValues, customAttributes, options, variant or user group
 
     Each object sent replaces the stored one; fields not sent stay as they are. A locked
     draft can be updated: the lock keeps the customer's editor read-only, not the shop
-    (send `locked: false` to lift it). Options as on create. The draft is preflighted
-    afterwards (unless `disablePreflight`): see `preflightStatus`.
+    (send `locked: false` to lift it). Options as on create. `variant` (an `id` or
+    `identifier`, within the variants offered to the draft) and `version` change its look:
+    its files are rendered anew. `userGroupIdentifier` moves it to another group of the
+    client, `""` takes it out of its group. The draft is preflighted afterwards (unless
+    `disablePreflight`): see `preflightStatus`.
     """
     svc = services()
+    client = current_client().identifier
+    repository = svc.repository
+    draft = _found(repository.get_draft(client, draft_hash))
+    group = data.get("userGroupIdentifier")
+    if group:
+        check_group(repository, client, group)
+    template = repository.get_template(client, draft.template_identifier)
+    change = variant_change(template, draft, data.get("variant"), data.get("version"))
     record = _found(
-        svc.repository.update_draft(
-            current_client().identifier,
+        repository.update_draft(
+            client,
             draft_hash,
             api_default_values=data.get("apiDefaultValues"),
             custom_attributes=data.get("customAttributes"),
+            variant=None if change is None else change.variant,
+            user_group_identifier=group,
             flags=draft_flags(data),
         )
     )
-    return {"data": preflight_and_store(svc.repository, svc.storage, record)}
+    found = preflight_and_store(repository, svc.storage, record)
+    emit(svc, client, DRAFT_UPDATED, draft_payload(found))
+    return {"data": found}
 
 
 @blp.delete("/draft/<draft_hash:draft_hash>")
@@ -188,6 +239,7 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         key = upload_key(client, record.draft_hash, uploaded)
         svc.storage.put(key, uploaded)
         record = _found(svc.repository.update_draft(client, record.draft_hash, upload_key=key))
+    emit(svc, client, DRAFT_CREATED, draft_payload(record))
     return {"data": record}
 
 

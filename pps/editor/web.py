@@ -26,6 +26,7 @@ from urllib.parse import urlencode
 
 from flask import Response, jsonify, render_template, request, session, url_for
 
+from pps.acl import remote as acl
 from pps.auth.callbacks import CALLBACK_PARAMS, editor_callbacks
 from pps.auth.web import SESSION_EDITOR, logged_in_as
 from pps.editor.csrf import check_csrf, csrf_token
@@ -52,6 +53,7 @@ from pps.files.rendering import (
     render_draft_file,
     render_draft_values_image,
 )
+from pps.groups.membership import shares_group
 from pps.platform.errors import NotFound, PayloadTooLarge, PpsError
 from pps.platform.http_headers import PAGE_CSP
 from pps.platform.models import DRAFT_STATES, Client, Draft, Template
@@ -71,6 +73,7 @@ from pps.render.problems import Code, english
 from pps.web import bp
 from pps.web.common import services
 from pps.web.i18n import LANGUAGE_NAMES, LOCALES, Translator, normalize_locale
+from pps.webhooks.events import DRAFT_FINISHED, DRAFT_UPDATED, draft_payload, emit
 
 #: Steps this editor serves. ``embed`` (the editor framed by the shop) is not offered yet:
 #: every page here forbids framing.
@@ -246,6 +249,8 @@ def editor_page_image(draft_hash: str, page: int) -> Response:
 @dataclass
 class EditorContext:
     client: Client
+    #: The logged-in user: the draft's own or a member of its user group.
+    user: str
     draft: Draft
     template: Template | None
     spec: TemplateSpec | None
@@ -266,7 +271,9 @@ def _load(draft_hash: str) -> EditorContext:
     draft = svc.repository.get_draft(client_id, draft_hash)
     if draft is None:
         raise NotFound("There is no such design.")
-    if draft.user_identifier != user_id:
+    if draft.user_identifier != user_id and not shares_group(
+        svc.repository, client_id, user_id, draft
+    ):
         raise LoginRequired()
     client = svc.clients.get(client_id)
     if client is None:  # disabled since the login
@@ -293,6 +300,7 @@ def _load(draft_hash: str) -> EditorContext:
     )
     return EditorContext(
         client=client,
+        user=user_id,
         draft=draft,
         template=template,
         spec=spec,
@@ -380,6 +388,7 @@ def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | 
     """Save the posted form's values with ``state``; the form again with ``422`` (nothing
     saved) when they have problems."""
     ctx = _load(draft_hash)
+    acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE, ctx.user)
     _check_form()
     if ctx.draft.locked:
         raise DraftLocked()
@@ -398,7 +407,10 @@ def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft
     )
     if draft is None:  # deleted by the shop meanwhile
         raise NotFound("There is no such design.")
-    return preflight_and_store(services().repository, services().storage, draft)
+    draft = preflight_and_store(services().repository, services().storage, draft)
+    event = DRAFT_FINISHED if state == "finished" else DRAFT_UPDATED
+    emit(services(), ctx.client.identifier, event, draft_payload(draft))
+    return draft
 
 
 # -- previews ----------------------------------------------------------------------------
@@ -429,7 +441,7 @@ def _renders_as_saved(draft: Draft, values: dict[str, str]) -> bool:
 
 def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
     _check_form()
-    client, user = ctx.client.identifier, ctx.draft.user_identifier
+    client, user = ctx.client.identifier, ctx.user
     # Per login, over all its drafts and pages: one window per second.
     second = int(time.time())
     if services().ephemeral.count(f"pps:preview:{client}:{user}:{second}", 2) > (
@@ -524,6 +536,7 @@ def _send_stored(stored: StoredFile) -> Response:
 
 def _show(draft_hash: str, step: str | None) -> Response:
     ctx = _load(draft_hash)
+    acl.guard(services(), ctx.draft, acl.EDITOR_OPEN, ctx.user)
     if step is None:
         remembered = ctx.entry.get("step")
         step = remembered if remembered in STEPS else DEFAULT_STEP

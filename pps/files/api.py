@@ -19,6 +19,7 @@ from typing import Any
 
 from flask import Response, request
 
+from pps.acl import remote as acl
 from pps.api.blueprint import Blueprint, F
 from pps.auth.access import CheckedToken, check_token
 from pps.files.image_sizes import IMAGE_STEPS
@@ -36,6 +37,7 @@ from pps.files.rendering import (
     render_draft_file,
     rendered_draft_pdf,
     template_preview_file,
+    variable_rows,
 )
 from pps.platform.errors import Forbidden, MethodNotAllowed, NotFound, PpsError, ValidationFailed
 from pps.platform.models import DraftRef, Template
@@ -179,6 +181,7 @@ def draft_file(draft_hash: str, kind: str) -> Response:
     checked = _checked_token()
     svc = services()
     draft = owned_draft(svc, checked, draft_hash)
+    acl.guard(svc, draft, acl.FILES_FETCH, checked.token.user)
     stored = rendered_draft_pdf(svc.storage, draft, kind) or _render_for_draft(
         draft, kind, file_kind.label
     )
@@ -211,6 +214,7 @@ def _render_for_draft(ref: DraftRef, kind: str, label: str) -> StoredFile:
             width=width,
             height=height,
             policy=_policy(draft.client_identifier),
+            records=variable_rows(draft, svc.variable_data.stream),
         ),
         what=f"{label} of draft {draft.draft_hash}",
     )

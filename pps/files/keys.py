@@ -20,6 +20,7 @@ __all__ = [
     "template_asset_key",
     "template_preview_name",
     "template_rendered_preview_key",
+    "version_folder",
 ]
 
 
@@ -54,20 +55,28 @@ def draft_file_key(
     *,
     page: int = 0,
     size: tuple[int, int] | None = None,
+    variant: str | None = None,
 ) -> str:
-    """``drafts/<client>/<draftHash>/v<version>/<file>``.
+    """``drafts/<client>/<draftHash>/v<version>[-<variant>]/<file>``.
 
     The draft's version is part of the key: a file rendered from an older version of the
     draft is never served for the current one, and a re-render never overwrites a file a
-    link may still point at. Images also carry their page (counted from 0) and pixel size,
+    link may still point at. So is the draft's variant (see :func:`version_folder`). Images
+    also carry their page (counted from 0) and pixel size,
     ``image-p<page>-<width>x<height>.png``, so every size asked for is cached on its own.
     """
-    prefix = f"{draft_files_prefix(client, draft_hash)}/v{version}"
+    prefix = f"{draft_files_prefix(client, draft_hash)}/{version_folder(version, variant)}"
     if kind != "image":
         return f"{prefix}/{DRAFT_FILE_KINDS[kind].stored_name}"
     if size is None:
         raise ValueError("an image key needs the image's pixel size")
     return f"{prefix}/image-p{page}-{size[0]}x{size[1]}.png"
+
+
+def version_folder(version: int, variant: str | None) -> str:
+    """``v<version>``, or ``v<version>-<variant>`` for a draft with a variant: a file of one
+    variant is never served for another, even where a version would not tell them apart."""
+    return f"v{version}" if variant is None else f"v{version}-{variant}"
 
 
 def draft_values_image_key(
@@ -77,6 +86,7 @@ def draft_values_image_key(
     page: int,
     size: tuple[int, int],
     digest: str,
+    variant: str | None = None,
 ) -> str:
     """``drafts/<client>/<draftHash>/v<version>/values-p<page>-<w>x<h>-<digest>.png``.
 
@@ -84,7 +94,7 @@ def draft_values_image_key(
     may hold numbers the renderer refuses); ``digest`` names those values. In the draft
     version's folder, so it goes with the draft and its outdated versions.
     """
-    prefix = f"{draft_files_prefix(client, draft_hash)}/v{version}"
+    prefix = f"{draft_files_prefix(client, draft_hash)}/{version_folder(version, variant)}"
     return f"{prefix}/values-p{page}-{size[0]}x{size[1]}-{digest}.png"
 
 

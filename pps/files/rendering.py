@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from io import BytesIO
 from typing import TypeVar, cast
@@ -54,6 +54,7 @@ from pps.render import (
 )
 from pps.render.assets import MAX_ASSET_BYTES, AssetLoader, check_relative_name
 from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
+from pps.render.pdf import render_records_pdf
 from pps.render.text import as_texts
 
 _T = TypeVar("_T")
@@ -160,11 +161,12 @@ class StorageAssets:
         return data
 
 
-def template_spec(template: Template) -> TemplateSpec:
+def template_spec(template: Template, variant: str | None = None) -> TemplateSpec:
     """The stored template as a :class:`TemplateSpec`; :class:`TemplateNotRenderable` if bad.
 
-    Files are not opened here: the import checked them, and rendering reports a missing
-    one as an :class:`AssetError`.
+    ``variant`` resolves it for one of its variants (a draft's); None: the template's own
+    look. Files are not opened here: the import checked them, and rendering reports a
+    missing one as an :class:`AssetError`.
     """
     document = dict(template.spec)
     # Rows created without a file (tests, early imports) may lack these; the row has them.
@@ -173,7 +175,7 @@ def template_spec(template: Template) -> TemplateSpec:
         document.setdefault("pageCount", template.page_count)
         document.setdefault("dataKeys", list(template.data_keys))
     try:
-        return parse_spec(document)
+        return parse_spec(document, variant=variant)
     except SpecError as exc:
         raise TemplateNotRenderable(
             f"template {template.identifier!r} cannot be rendered: {exc}"
@@ -181,9 +183,10 @@ def template_spec(template: Template) -> TemplateSpec:
 
 
 def draft_spec(draft: Draft, template: Template) -> TemplateSpec:
-    """What the draft renders: the template, or with an uploaded PDF as its pages' artwork
-    (:mod:`pps.files.uploaded`). ``upload`` without an upload is :class:`NoUpload`."""
-    spec = template_spec(template)
+    """What the draft renders: the template in the draft's variant, or with an uploaded PDF
+    as its pages' artwork (:mod:`pps.files.uploaded`). ``upload`` without an upload is
+    :class:`NoUpload`."""
+    spec = template_spec(template, draft.variant_identifier)
     if uses_upload(draft):
         assert draft.upload_key is not None
         return uploaded_spec(spec, draft.intent, draft.upload_key)
@@ -215,6 +218,19 @@ def draft_values(draft: Draft) -> dict[str, object]:
     return dict(as_texts({**draft.api_default_values, **draft.values}))
 
 
+#: The rows of variable data of a draft, in order, read lazily (see ``variable_rows``).
+Records = Callable[[], Iterable[Mapping[str, object]]]
+
+
+def variable_rows(
+    draft: Draft, stream: Callable[[str], Iterable[Mapping[str, object]]]
+) -> Records | None:
+    """The draft's rows for :func:`render_draft_file` (None without variable data)."""
+    if draft.record_count <= 0:
+        return None
+    return lambda: stream(draft.draft_hash)
+
+
 def rendered_draft_pdf(
     storage: FileStorage, draft: Draft | DraftRef, kind: str
 ) -> StoredFile | None:
@@ -222,7 +238,13 @@ def rendered_draft_pdf(
     already; its key needs only the draft, so a cached file is found without the template."""
     if kind == "image" or kind not in DRAFT_FILE_KINDS:
         return None
-    key = draft_file_key(draft.client_identifier, draft.draft_hash, draft.version, kind)
+    key = draft_file_key(
+        draft.client_identifier,
+        draft.draft_hash,
+        draft.version,
+        kind,
+        variant=draft.variant_identifier,
+    )
     return storage.stat(key)
 
 
@@ -237,8 +259,13 @@ def render_draft_file(
     height: int | None = None,
     spec: TemplateSpec | None = None,
     policy: RenderPolicy = _DEFAULT_POLICY,
+    records: Records | None = None,
 ) -> StoredFile:
     """The stored file of ``kind`` for the draft's current version, rendered if not yet there.
+
+    With ``records`` (variable data), the print PDF holds every page once per record, in
+    order, each record drawn with the draft's values overlaid by its row, streamed into
+    one document; the proof and images show the first record.
 
     ``page`` (counted from 0), ``width`` and ``height`` apply to ``image``, whose size
     follows ``policy.steps`` when given. The key holds
@@ -265,16 +292,31 @@ def render_draft_file(
         _check_page(spec, page)
         width, height = _stepped_request(spec, width, height, policy)
         size = image_size(spec, width, height)
-    key = draft_file_key(client, draft.draft_hash, draft.version, kind, page=page, size=size)
+    key = draft_file_key(
+        client,
+        draft.draft_hash,
+        draft.version,
+        kind,
+        page=page,
+        size=size,
+        variant=draft.variant_identifier,
+    )
 
     def make() -> bytes:
         nonlocal spec
         spec = spec or draft_spec(draft, template)
         assets = draft_assets(storage, draft, template, max_pixels=policy.max_pixels)
+        base = draft_values(draft)
+        if records is not None and kind == "print":
+            out = BytesIO()
+            render_records_pdf(spec, ({**base, **row} for row in records()), assets, out)
+            return out.getvalue()
+        if records is not None:
+            base = {**base, **next(iter(records()), {})}
         body, _ = render_file(
             cast(Kind, kind),
             spec,
-            draft_values(draft),
+            base,
             assets,
             page=page,
             width=width,
@@ -305,7 +347,13 @@ def render_draft_values_image(
     size = image_size(spec, width, None)
     digest = cache_key("image", spec, values, page=page, width=width)[:16]
     key = draft_values_image_key(
-        draft.client_identifier, draft.draft_hash, draft.version, page, size, digest
+        draft.client_identifier,
+        draft.draft_hash,
+        draft.version,
+        page,
+        size,
+        digest,
+        variant=draft.variant_identifier,
     )
 
     def make() -> bytes:

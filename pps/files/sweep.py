@@ -38,7 +38,7 @@ __all__ = ["SweepReport", "delete_draft_files", "sweep"]
 
 log = logging.getLogger(__name__)
 
-_VERSION = re.compile(r"v([0-9]{1,18})")
+_VERSION = re.compile(r"v([0-9]{1,18})(?:-[A-Za-z0-9_-]{1,64})?")  # keys.version_folder
 _PREVIEW = re.compile(r"preview-p[0-9]+-[0-9]+x[0-9]+-([0-9a-f]{16})\.png")
 
 

@@ -45,6 +45,11 @@ def processing_id() -> str:
     return secrets.token_hex(16)
 
 
+def file_identifier() -> str:
+    """An uploaded file (``POST /api-ext/file``): 32 lowercase letters and digits."""
+    return _random(_LOWER, 32)
+
+
 def link_token() -> str:
     """Unguessable name of a short-lived file link."""
     return secrets.token_urlsafe(24)

@@ -38,6 +38,25 @@ class User:
     custom_attributes: JsonObject = field(default_factory=dict)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    user_group_identifier: str | None = None
+
+
+@dataclass(frozen=True)
+class UserGroup:
+    """Users of one client whose drafts are shared among them (see pps.groups)."""
+
+    identifier: str
+    client_identifier: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class DraftVariant:
+    """The variant of its template a draft renders with (see pps.variants)."""
+
+    id: int
+    identifier: str
+    version: int
 
 
 @dataclass(frozen=True)
@@ -83,9 +102,12 @@ class Draft:
     version: int
     created_at: datetime
     updated_at: datetime
+    #: Rows of variable data; 0 without (``personalizations.amount`` is at least 1).
+    record_count: int = 0
     # Draft options the shop sets (DRAFT_FLAGS); defaults so records built elsewhere need none.
     locked: bool = False
     disable_preflight: bool = False
+    #: Created with ``remoteAcl: true``: the shop is asked before each action (pps.acl).
     remote_acl: bool = False
     #: PREFLIGHT_STATUSES below: -1 not checked, 0 nothing found, 1 warnings, 2 errors.
     preflight_status: int = -1
@@ -93,6 +115,16 @@ class Draft:
     validation_results: tuple[JsonObject, ...] = ()
     #: Storage key of the customer's uploaded print PDF (intents ``upload*``), if any.
     upload_key: str | None = None
+    user_group_identifier: str | None = None
+    variant: DraftVariant | None = None
+    #: Variant identifiers the editor may offer (None: every variant of the template).
+    available_variants: tuple[str, ...] | None = None
+    theme: str | None = None
+
+    @property
+    def variant_identifier(self) -> str | None:
+        """Part of the keys of its rendered files (as on :class:`DraftRef`)."""
+        return None if self.variant is None else self.variant.identifier
 
 
 @dataclass(frozen=True)
@@ -106,6 +138,8 @@ class DraftRef:
     client_identifier: str
     user_identifier: str
     version: int
+    remote_acl: bool = False
+    variant_identifier: str | None = None
 
 
 DRAFT_STATES = ("init", "edited", "finished")

@@ -25,7 +25,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from pps.platform.repository import Repository
+from pps.platform.repository.integrations import SqlIntegrationStore
 from pps.platform.repository.processing import ProcessingStore
+from pps.platform.repository.variable_data import SqlVariableDataStore
 from pps.platform.settings import Settings, load_settings
 from pps.platform.storage import FileStorage
 
@@ -33,6 +35,7 @@ __all__ = [
     "QUEUE_NAME",
     "RQ_JOB",
     "RQ_ON_FAILURE",
+    "Dispatch",
     "JobQueue",
     "JobQueueUnavailable",
     "RqJobQueue",
@@ -129,9 +132,24 @@ class RqJobQueue:
         self.connection.close()
 
 
+class Dispatch(Protocol):
+    """What sends webhook deliveries from the outbox (:mod:`pps.webhooks.dispatcher`)."""
+
+    def wake(self) -> None:
+        """Look at the outbox now (something was just queued)."""
+        ...
+
+    def close(self, timeout: float | None = None) -> None: ...
+
+
 class JobServices(Protocol):
     """What a job takes from :class:`pps.platform.services.Services` (which builds this
     queue, so is not imported here). Read-only, so a concrete repository or store fits."""
+
+    @property
+    def integrations(self) -> SqlIntegrationStore: ...
+
+    def dispatcher(self) -> Dispatch | None: ...
 
     @property
     def settings(self) -> Settings: ...
@@ -144,6 +162,9 @@ class JobServices(Protocol):
 
     @property
     def processings(self) -> ProcessingStore: ...
+
+    @property
+    def variable_data(self) -> SqlVariableDataStore: ...
 
 
 class WorkerServices(JobServices, Protocol):

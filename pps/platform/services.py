@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -10,10 +11,13 @@ from dataclasses import dataclass, field
 
 from pps.platform.ephemeral import EphemeralStore, open_ephemeral
 from pps.platform.models import Client
-from pps.platform.queue import JobQueue, open_job_queue
+from pps.platform.queue import Dispatch, JobQueue, open_job_queue
 from pps.platform.repository import Repository
+from pps.platform.repository.integrations import SqlIntegrationStore
 from pps.platform.repository.processing import ProcessingStore, SqlProcessingStore
 from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.uploads import SqlUploadStore
+from pps.platform.repository.variable_data import SqlVariableDataStore
 from pps.platform.settings import Settings
 from pps.platform.storage import FileStorage, open_storage
 
@@ -72,6 +76,9 @@ class ClientCache:
 JobRunner = Callable[["Services", str, str], object]
 
 
+DispatcherFactory = Callable[["Services"], Dispatch]
+
+
 @dataclass
 class Services:
     """Typed by the protocols callers rely on; :func:`build_services` picks the classes."""
@@ -84,12 +91,36 @@ class Services:
     #: Runs a batch job in this process when there is no Redis (the thread queue); the app
     #: factory passes :func:`pps.processing.job.run_in_process`.
     job_runner: JobRunner
+    #: Webhooks, their outbox and per-client outbound settings.
+    integrations: SqlIntegrationStore
+    #: Starts this process's webhook dispatcher on first use; None where deliveries are
+    #: only queued (an RQ work horse: ``pps worker`` delivers from its main process).
+    dispatcher_factory: DispatcherFactory | None = None
     clients: ClientCache = field(init=False)
     jobs: JobQueue = field(init=False)
+    uploads: SqlUploadStore = field(init=False)
+    variable_data: SqlVariableDataStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.clients = ClientCache(self.repository, self.settings.client_cache_ttl)
+        engine = self.repository.engine  # type: ignore[attr-defined]  # SqlRepository's
+        self.uploads = SqlUploadStore(engine)
+        self.variable_data = SqlVariableDataStore(engine)
         self.jobs = open_job_queue(self.settings, self._run_processing)
+        self._dispatcher: Dispatch | None = None
+        self._dispatcher_pid = 0
+        self._dispatcher_lock = threading.Lock()
+
+    def dispatcher(self) -> Dispatch | None:
+        """This process's webhook dispatcher, started on first use (and again after a fork:
+        threads do not survive into a forked child)."""
+        if self.dispatcher_factory is None:
+            return None
+        with self._dispatcher_lock:
+            if self._dispatcher is None or self._dispatcher_pid != os.getpid():
+                self._dispatcher = self.dispatcher_factory(self)
+                self._dispatcher_pid = os.getpid()
+            return self._dispatcher
 
     def _run_processing(self, client: str, processing_id: str) -> object:
         """The in-process worker's runner (without Redis); see :mod:`pps.platform.queue`."""
@@ -97,11 +128,19 @@ class Services:
 
     def close(self) -> None:
         self.jobs.close()  # first: a running job still uses the repository
+        with self._dispatcher_lock:
+            dispatcher, self._dispatcher = self._dispatcher, None
+        if dispatcher is not None and self._dispatcher_pid == os.getpid():
+            dispatcher.close(self.settings.webhook_timeout + 1.0)
         self.repository.close()
         self.ephemeral.close()
 
 
-def build_services(settings: Settings, job_runner: JobRunner) -> Services:
+def build_services(
+    settings: Settings,
+    job_runner: JobRunner,
+    dispatcher_factory: DispatcherFactory | None = None,
+) -> Services:
     """Open the repository, the ephemeral store and file storage named by ``settings``."""
     settings.instance_path.mkdir(parents=True, exist_ok=True)
     repository = SqlRepository(settings.resolved_database_url, timeout=settings.database_timeout)
@@ -115,5 +154,7 @@ def build_services(settings: Settings, job_runner: JobRunner) -> Services:
         ),
         storage=open_storage(settings.resolved_files_dir),
         processings=SqlProcessingStore(repository.engine),
+        integrations=SqlIntegrationStore(repository.engine),
         job_runner=job_runner,
+        dispatcher_factory=dispatcher_factory,
     )

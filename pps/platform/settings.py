@@ -44,6 +44,15 @@ class Settings:
     renders_per_minute: int = 600
     redis_timeout: float = 2.0
     database_timeout: float = 3.0
+    max_variable_rows: int = 10_000
+    # Webhooks (pps.webhooks) and the remote ACL (pps.acl).
+    webhook_timeout: float = 10.0
+    webhook_attempts: int = 6
+    webhook_backoff: float = 5.0
+    webhook_concurrency: int = 8
+    webhook_per_client: int = 2
+    webhook_poll: float = 1.0
+    acl_timeout: float = 2.0
 
     @property
     def secure_cookies(self) -> bool:
@@ -66,12 +75,23 @@ _INT_SETTINGS = {
     "max_upload_bytes": "PPS_MAX_UPLOAD_BYTES",
     "max_image_pixels": "PPS_MAX_IMAGE_PIXELS",
     "renders_per_minute": "PPS_RENDERS_PER_MINUTE",
+    "max_variable_rows": "PPS_MAX_VARIABLE_ROWS",
 }
 _FLOAT_SETTINGS = {
     "notify_timeout": "PPS_NOTIFY_TIMEOUT",
     "notify_backoff": "PPS_NOTIFY_BACKOFF",
     "redis_timeout": "PPS_REDIS_TIMEOUT",
     "database_timeout": "PPS_DATABASE_TIMEOUT",
+}
+#: Webhook deliveries and remote ACL questions (pps.webhooks, pps.acl).
+_OUTBOUND_SETTINGS = {
+    "webhook_timeout": "PPS_WEBHOOK_TIMEOUT",
+    "webhook_attempts": "PPS_WEBHOOK_ATTEMPTS",
+    "webhook_backoff": "PPS_WEBHOOK_BACKOFF",
+    "webhook_concurrency": "PPS_WEBHOOK_CONCURRENCY",
+    "webhook_per_client": "PPS_WEBHOOK_PER_CLIENT",
+    "webhook_poll": "PPS_WEBHOOK_POLL",
+    "acl_timeout": "PPS_ACL_TIMEOUT",
 }
 _TRUE = {"1", "true", "yes", "on"}
 #: ``auto``: RQ when PPS_REDIS_URL names Redis, else a thread; ``rq`` insists on Redis.
@@ -135,6 +155,9 @@ def load_settings(
         values[attr] = _float(env, name, getattr(defaults, attr))
     for attr, name in _INT_SETTINGS.items():
         values[attr] = _int(env, name, getattr(defaults, attr))
+    for attr, name in _OUTBOUND_SETTINGS.items():
+        read = _float if isinstance(getattr(defaults, attr), float) else _int
+        values[attr] = read(env, name, getattr(defaults, attr))
     cache_ttl = env.get("PPS_CLIENT_CACHE_TTL", "").strip()
     if cache_ttl:
         try:
@@ -153,8 +176,9 @@ def load_settings(
         "file_link_ttl",
         "nonce_ttl",
         "max_body_bytes",
-        "max_upload_bytes",
         "max_image_pixels",
+        "max_upload_bytes",
+        "max_variable_rows",
     ):
         if getattr(settings, attr) < 1:
             raise SettingsError(f"{attr} must be at least 1, got {getattr(settings, attr)}")
@@ -169,6 +193,15 @@ def load_settings(
         raise SettingsError("PPS_WORKER_MODE=rq needs PPS_REDIS_URL to name a Redis server")
     if settings.notify_attempts < 1 or settings.notify_timeout <= 0:
         raise SettingsError("PPS_NOTIFY_ATTEMPTS must be at least 1 and PPS_NOTIFY_TIMEOUT > 0")
+    if (
+        min(settings.webhook_attempts, settings.webhook_concurrency, settings.webhook_per_client)
+        < 1
+        or min(settings.webhook_timeout, settings.webhook_poll, settings.acl_timeout) <= 0
+    ):
+        raise SettingsError(
+            "PPS_WEBHOOK_ATTEMPTS, _CONCURRENCY and _PER_CLIENT must be at least 1; "
+            "PPS_WEBHOOK_TIMEOUT, _POLL and PPS_ACL_TIMEOUT more than 0"
+        )
     if settings.redis_timeout <= 0 or settings.database_timeout <= 0:
         raise SettingsError("PPS_REDIS_TIMEOUT and PPS_DATABASE_TIMEOUT must be more than 0")
     if not settings.base_url.startswith(("http://", "https://")):

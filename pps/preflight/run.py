@@ -53,7 +53,7 @@ def _findings(storage: FileStorage, draft: Draft, template: Template | None) -> 
     if template is None:
         return [Finding(1, "The draft's template no longer exists.", "error")]
     try:
-        spec = template_spec(template)
+        spec = template_spec(template, draft.variant_identifier)
     except TemplateNotRenderable as exc:
         return [Finding(1, str(exc), "error")]
     files = StorageAssets(storage, draft.client_identifier, template.identifier)

@@ -15,6 +15,7 @@ from flask import url_for
 from pps.api import bp, current_client, resource, services
 from pps.platform.errors import NotFound, ServiceUnavailable, ValidationFailed
 from pps.platform.queue import JobQueueUnavailable
+from pps.platform.repository.processing import FAILED, PENDING
 from pps.processing.notify import ForbiddenTarget, check_notify_url
 from pps.processing.schemas import ProcessingCreatedOut, ProcessingCreateInput, ProcessingOut
 
@@ -22,9 +23,8 @@ log = logging.getLogger("pps")
 
 blp = resource("processing", "Files")
 
+DRAFT_UNKNOWN = "No draft with this hash exists for this client"
 PROCESSING_NOT_FOUND = "No processing with this id exists for this client."
-#: Unknown ids named in one 422; the rest are counted.
-MAX_NAMED = 20
 
 
 def _short(value: str) -> str:
@@ -47,34 +47,38 @@ def create_processing(data: dict[str, Any]) -> tuple[Any, int, dict[str, str]]:
     becomes `in-process` while its print PDF is rendered and ends `processed` (fetch it
     through the draft's `print` file endpoint) or `failed` (with `message`). Poll
     `GET /api-ext/pdf-processing/{processingId}`, or pass `stateChangedNotifyUrl` to receive
-    that JSON on each change. Every draft must be one of the client's; otherwise 422 names
-    the unknown ids and nothing is queued. 503 when the job queue is unavailable (nothing
-    is queued then).
+    that JSON on each change. A draft id that is not one of the client's is `failed` at once
+    with a `message` naming it, and the others proceed. 503 when the job queue is
+    unavailable (nothing is queued then).
     """
     client = current_client().identifier
     settings = services().settings
     store = services().processings
     draft_ids = list(dict.fromkeys(data["draftIds"]))
-    errors: dict[str, list[str]] = {}
     known = store.known_drafts(client, draft_ids)
-    unknown = [draft_id for draft_id in draft_ids if draft_id not in known]
-    if unknown:
-        messages = [
-            f"No draft with this hash exists for this client: {_short(draft_id)}"
-            for draft_id in unknown[:MAX_NAMED]
-        ]
-        if len(unknown) > MAX_NAMED:
-            messages.append(f"... and {len(unknown) - MAX_NAMED} more unknown draft ids.")
-        errors["draftIds"] = messages
     notify_url = data.get("stateChangedNotifyUrl") or None
     if notify_url is not None:
         try:
-            check_notify_url(notify_url, allow_private=settings.notify_allow_private)
+            check_notify_url(
+                notify_url,
+                allow_private=settings.notify_allow_private,
+                allowed_hosts=services().integrations.settings(client).allowed_hosts,
+            )
         except ForbiddenTarget as exc:
-            errors["stateChangedNotifyUrl"] = [str(exc)]
-    if errors:
-        raise ValidationFailed(errors=errors)
+            raise ValidationFailed(errors={"stateChangedNotifyUrl": [str(exc)]}) from None
     processing = store.create(client, draft_ids, notify_url)
+    for item in processing.drafts:
+        # An unknown (or another client's) draft fails alone; the others are rendered.
+        if item.draft_hash not in known:
+            store.set_state(
+                client,
+                processing.processing_id,
+                item.position,
+                FAILED,
+                allowed_from=(PENDING,),
+                message=f"{DRAFT_UNKNOWN}: {_short(item.draft_hash)}",
+            )
+    processing = store.get(client, processing.processing_id) or processing
     try:
         services().jobs.enqueue(client, processing.processing_id, len(draft_ids))
     except JobQueueUnavailable as exc:

@@ -48,6 +48,9 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
     except redis.RedisError as exc:
         raise click.ClickException(f"cannot reach Redis at PPS_REDIS_URL: {exc}") from None
     queue = Queue(QUEUE_NAME, connection=connection)
+    # Webhook events of the jobs (processing.state_changed) are queued by the work horses
+    # and delivered from here, the worker's main process (see pps.webhooks.dispatcher).
+    current_app.extensions["pps"].dispatcher()
     worker_class = SimpleWorker if simple else Worker
     click.echo(
         f"pps worker: {'simple' if simple else 'forking'} worker on queue {QUEUE_NAME}"

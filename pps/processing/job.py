@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pps.platform.models import Draft, Template
 from pps.platform.queue import JobServices
@@ -31,6 +32,7 @@ from pps.platform.settings import Settings
 from pps.platform.storage import StoredFile
 from pps.processing.notify import Notifier, drain_time, open_notifier
 from pps.render import RenderError
+from pps.webhooks.events import PROCESSING_STATE_CHANGED, emit
 
 __all__ = [
     "ProcessingJob",
@@ -60,6 +62,9 @@ class ProcessingJob:
     notifier: NotifierFactory
     notify_drain: float
     """Seconds to wait at the end for the last notifications to be delivered."""
+    announce: Callable[[str, dict[str, Any]], object] | None = None
+    """Told ``(client, status)`` on every state change: the ``processing.state_changed``
+    webhook event. Queues only; never waits for a receiver."""
 
 
 def run_in_process(services: JobServices, client: str, processing_id: str) -> object:
@@ -69,23 +74,32 @@ def run_in_process(services: JobServices, client: str, processing_id: str) -> ob
 
 def job_from_services(services: JobServices) -> ProcessingJob:
     """A :class:`ProcessingJob` rendering with ``services``' storage and settings."""
-    from pps.files.rendering import render_draft_file
+    from pps.files.rendering import render_draft_file, variable_rows
 
     settings: Settings = services.settings
     storage = services.storage
+    rows = services.variable_data
 
     def render(draft: Draft, template: Template) -> StoredFile:
-        return render_draft_file(storage, draft, template, "print")
+        records = variable_rows(draft, rows.stream)
+        return render_draft_file(storage, draft, template, "print", records=records)
 
     def notifier(processing: Processing) -> Notifier:
+        hosts: tuple[str, ...] = ()
+        if processing.notify_url:
+            hosts = services.integrations.settings(processing.client_identifier).allowed_hosts
         return open_notifier(
             processing.notify_url,
             timeout=settings.notify_timeout,
             attempts=settings.notify_attempts,
             backoff=settings.notify_backoff,
             allow_private=settings.notify_allow_private,
+            allowed_hosts=hosts,
             label=processing.processing_id,
         )
+
+    def announce(client: str, status: dict[str, Any]) -> object:
+        return emit(services, client, PROCESSING_STATE_CHANGED, status)
 
     drain = drain_time(
         timeout=settings.notify_timeout,
@@ -98,6 +112,7 @@ def job_from_services(services: JobServices) -> ProcessingJob:
         render=render,
         notifier=notifier,
         notify_drain=drain,
+        announce=announce,
     )
 
 
@@ -177,7 +192,10 @@ def _render_one(
 def _announce(job: ProcessingJob, notifier: Notifier, client: str, processing_id: str) -> None:
     current = job.store.get(client, processing_id)
     if current is not None:
-        notifier.send(current.status())
+        status = current.status()
+        notifier.send(status)
+        if job.announce is not None:
+            job.announce(client, status)
 
 
 def _fail_quietly(

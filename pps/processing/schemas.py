@@ -16,7 +16,8 @@ MAX_DRAFTS = 100
 
 class ProcessingCreateInput(Input):
     draftIds = fields.List(
-        fields.String(validate=validate.Length(min=1)),
+        # 64: the longest draft hash pps stores; a longer one is malformed, not unknown.
+        fields.String(validate=validate.Length(min=1, max=64)),
         required=True,
         validate=validate.Length(
             min=1, max=MAX_DRAFTS, error="Send from {min} to {max} draft ids."

@@ -44,8 +44,12 @@ def check_files(
     loader: AssetLoader,
     width: float,
     height: float,
+    artwork: Sequence[tuple[str, PdfBackground]] = (),
 ) -> None:
-    """Open every referenced file once and report problems at each path that names it."""
+    """Open every referenced file once and report problems at each path that names it.
+
+    ``artwork`` lists further backgrounds with their paths (those variants swap in).
+    """
     found: dict[tuple[str, str], Problem | None] = {}
     problems_before = len(reader.problems)
 
@@ -68,6 +72,13 @@ def check_files(
                 f"pages[{page_index}].background.pdf",
                 functools.partial(_pdf_problem, page=background.page, width=width, height=height),
             )
+    for artwork_path, background in artwork:
+        check(
+            f"pdf:{background.page}",
+            background.file,
+            artwork_path,
+            functools.partial(_pdf_problem, page=background.page, width=width, height=height),
+        )
     for element_path, element in placed:
         if isinstance(element, ImageElement):
             check("image", element.file, f"{element_path}.file", _image_problem)

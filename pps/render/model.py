@@ -26,7 +26,9 @@ __all__ = [
     "MAX_PAGES",
     "MAX_PAGE_MM",
     "MAX_STROKE_PT",
+    "MAX_SWATCHES",
     "MAX_VALUE_LENGTH",
+    "MAX_VARIANTS",
     "RGB",
     "Box",
     "Color",
@@ -42,6 +44,8 @@ __all__ = [
     "RectElement",
     "TemplateSpec",
     "TextElement",
+    "Theme",
+    "Variant",
 ]
 
 #: Old templates without a size are business-card sized (width, height in mm).
@@ -57,6 +61,8 @@ MAX_FONT_PT = 1000.0
 MAX_STROKE_PT = 100.0
 MAX_NAME_LENGTH = 200
 MAX_KEY_LENGTH = 200
+MAX_VARIANTS = 100
+MAX_SWATCHES = 100
 #: Artwork is placed scaled uniformly; a different shape would be distorted or cropped.
 ASPECT_TOLERANCE = 0.01
 
@@ -203,6 +209,35 @@ class Field:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A look of the template (a colour variant): named swatches and backgrounds it swaps.
+
+    ``id`` and ``identifier`` are what the API shows (the reference's variant id is an int);
+    ``thumbnail_type`` is ``color`` (``thumbnail_value`` ``#RRGGBB``) or ``image`` (a URL).
+    ``swatches`` replace the template's swatches of the same name; ``backgrounds`` replace
+    the background of a page (by index, counted from 0).
+    """
+
+    id: int
+    identifier: str
+    name: str
+    version: int
+    thumbnail_type: Literal["color", "image"]
+    thumbnail_value: str
+    swatches: dict[str, Color]
+    backgrounds: dict[int, PdfBackground | ColorBackground]
+
+
+@dataclass(frozen=True)
+class Theme:
+    """A named set of a template's variants offered together (its first one is the default)."""
+
+    identifier: str
+    name: str
+    variants: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TemplateSpec:
     """A validated template; ``digest`` identifies its JSON for cache keys.
 
@@ -220,6 +255,10 @@ class TemplateSpec:
     pages: tuple[Page, ...]
     fields: tuple[Field, ...]
     digest: str
+    variants: tuple[Variant, ...] = ()
+    themes: tuple[Theme, ...] = ()
+    variant: str | None = None
+    """The identifier of the variant this spec is resolved for; None: the template's own."""
     #: ``colorSpace`` of the template: "cmyk" makes preflight flag RGB images and colours.
     color_space: Literal["cmyk", "rgb"] | None = None
 
@@ -235,7 +274,17 @@ class TemplateSpec:
                     names.add(element.file)
                 elif isinstance(element, TextElement) and is_font_file(element.font):
                     names.add(element.font)
+        for variant in self.variants:
+            for background in variant.backgrounds.values():
+                if isinstance(background, PdfBackground):
+                    names.add(background.file)
         return tuple(sorted(names))
+
+    def find_variant(self, identifier: str) -> Variant | None:
+        return next((item for item in self.variants if item.identifier == identifier), None)
+
+    def find_theme(self, identifier: str) -> Theme | None:
+        return next((item for item in self.themes if item.identifier == identifier), None)
 
     def field(self, key: str) -> Field | None:
         return next((field for field in self.fields if field.key == key), None)

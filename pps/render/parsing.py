@@ -19,12 +19,14 @@ A template::
         ]}]
     }
 
-Units and coordinates are described in :mod:`pps.render.model`. Old files of the first
-issue (name, dataKeys, customAttributes, no pages) still parse: they become ``pageCount``
-blank pages of :data:`~pps.render.model.DEFAULT_SIZE`. Every problem is collected with its
-path (``pages[0].elements[2].box.width: must be greater than 0``) before raising, so an
-operator fixes a file in one round; with the template's folder, :mod:`pps.render.checks`
-opens the files it names too.
+Any colour may be ``{"swatch": "<name>"}``, a named colour of ``swatches`` that each of the
+template's ``variants`` may swap, with page backgrounds (see :mod:`pps.render.variants`,
+also for ``themes``). Units and coordinates are described in :mod:`pps.render.model`.
+Old files of the first issue (name, dataKeys, customAttributes, no pages) still parse: they
+become ``pageCount`` blank pages of :data:`~pps.render.model.DEFAULT_SIZE`. Every problem
+is collected with its path (``pages[0].elements[2].box.width: must be greater than 0``)
+before raising, so an operator fixes a file in one round; with the template's folder,
+:mod:`pps.render.checks` opens the files it names too.
 """
 
 from __future__ import annotations
@@ -68,18 +70,23 @@ from pps.render.model import (
 )
 from pps.render.problems import Code, Problem
 from pps.render.reader import Reader, is_int, kind_of, shown
+from pps.render.variants import parse_swatches, parse_themes, parse_variants
 
 __all__ = ["parse_spec"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def parse_spec(data: Mapping[str, Any], base_dir: Path | None = None) -> TemplateSpec:
+def parse_spec(
+    data: Mapping[str, Any], base_dir: Path | None = None, *, variant: str | None = None
+) -> TemplateSpec:
     """Validate a parsed template; raise :class:`SpecError` listing every problem.
 
     With ``base_dir`` every referenced file must exist inside it and be what it claims
     (a PDF with that page, a PNG/JPEG, a TrueType font); without it files are not opened,
-    which is what the service does for templates it already imported.
+    which is what the service does for templates it already imported. ``variant`` (an
+    identifier of the template's ``variants``) resolves swatches and backgrounds as that
+    variant sets them (see :mod:`pps.render.variants`); None renders the template's own.
     """
     if not isinstance(data, Mapping):
         raise SpecError([("", Problem(Code.SPEC_NOT_JSON_OBJECT, {"kind": kind_of(data)}))])
@@ -97,6 +104,8 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path | None = None) -> Templat
         c.error("customAttributes", Code.SPEC_NOT_OBJECT, kind=kind_of(custom))
         custom = {}
 
+    swatches = parse_swatches(c, data)
+    c.swatches = swatches
     has_pages = "pages" in data
     width, height = DEFAULT_SIZE
     if "size" in data:
@@ -142,8 +151,45 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path | None = None) -> Templat
         pages = [Page(background=None, elements=()) for _ in range(count)]
 
     data_keys, fields = _fields(c, placed, listed)
+    variants = parse_variants(c, data, swatches, max(1, len(pages)), _background)
+    themes = parse_themes(c, data, variants)
     if base_dir is not None:
-        check_files(c, pages, placed, DirectoryAssets(base_dir), width, height)
+        artwork = [
+            (f"variants[{index}].backgrounds.{page}.pdf", background)
+            for index, item in enumerate(variants)
+            for page, background in item.backgrounds.items()
+            if isinstance(background, PdfBackground)
+        ]
+        check_files(c, pages, placed, DirectoryAssets(base_dir), width, height, artwork)
+    active = None
+    if variant is not None and not c.problems:
+        active = next((item for item in variants if item.identifier == variant), None)
+        if active is None:
+            c.error(
+                "variant",
+                Code.SPEC_UNKNOWN_VARIANT,
+                variants=", ".join(item.identifier for item in variants) or "none",
+                got=shown(variant),
+            )
+        else:
+            # Parse the pages again with the variant's colours: elements keep plain colours.
+            c.swatches = {**swatches, **active.swatches}
+            placed = []
+            pages = (
+                [
+                    _page(c, raw, f"pages[{index}]", placed)
+                    for index, raw in enumerate(data["pages"])
+                ]
+                if has_pages
+                else pages
+            )
+            pages = [
+                Page(
+                    background=active.backgrounds.get(index, page.background),
+                    elements=page.elements,
+                )
+                for index, page in enumerate(pages)
+            ]
     if c.problems:
         raise SpecError(c.problems)
     return TemplateSpec(
@@ -157,7 +203,11 @@ def parse_spec(data: Mapping[str, Any], base_dir: Path | None = None) -> Templat
         bleed=bleed,
         pages=tuple(pages),
         fields=fields,
-        digest=_digest(data),
+        # The template's own look keeps the digest of its JSON; a variant's differs.
+        digest=_digest(data) if active is None else _digest({"spec": data, "variant": variant}),
+        variants=variants,
+        themes=themes,
+        variant=None if active is None else active.identifier,
         color_space=color_space,
     )
 

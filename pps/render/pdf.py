@@ -10,10 +10,13 @@ never rasterized, except in the low-resolution proof when the artwork carries im
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from io import BytesIO
+from typing import IO
 
 import pikepdf
 from PIL import Image
@@ -21,7 +24,7 @@ from reportlab.lib.utils import ImageReader
 from reportlab.pdfgen.canvas import Canvas
 
 from pps.render.assets import AssetLoader, Assets, as_loader, sniff
-from pps.render.errors import AssetError
+from pps.render.errors import AssetError, InvalidValues, RenderOptionError
 from pps.render.fonts import DEFAULT_FONT, load_font
 from pps.render.layout import MM, Prepared, prepare
 from pps.render.model import (
@@ -37,7 +40,7 @@ from pps.render.model import (
     TextElement,
 )
 
-__all__ = ["LOW_RES_DPI", "render_low_res_pdf", "render_print_pdf"]
+__all__ = ["LOW_RES_DPI", "render_low_res_pdf", "render_print_pdf", "render_records_pdf"]
 
 #: Images in the proof are resampled to this resolution at their placed size.
 LOW_RES_DPI = 100
@@ -75,6 +78,53 @@ def render_print_pdf(
     """
     mode = _Mode(bleed=True, crop_marks=crop_marks, low_res=False)
     return compose(spec, values, as_loader(assets), range(len(spec.pages)), mode)
+
+
+def render_records_pdf(
+    spec: TemplateSpec,
+    records: Iterable[Mapping[str, object]],
+    assets: Assets,
+    out: IO[bytes],
+    *,
+    crop_marks: bool = False,
+) -> int:
+    """The print PDF of variable data: every page of the template once per record, in
+    record order, written to ``out``; returns the number of records.
+
+    One reportlab canvas takes every record as it comes (``records`` may be a generator
+    over a database cursor), so memory grows only by the compressed page streams, and each
+    font is embedded (subset) once per document instead of once per record. Layouts and
+    QR matrices that repeat are served from :mod:`pps.render.layout`'s caches. A record
+    that cannot be drawn raises :class:`InvalidValues` with its keys named
+    ``row <n>.<DataKey>`` (records counted from 1).
+    """
+    mode = _Mode(bleed=True, crop_marks=crop_marks, low_res=False)
+    loader = as_loader(assets)
+    pages = range(len(spec.pages))
+    count = 0
+    with RENDER_LOCK:
+        composer = _Composer(spec, loader, Prepared(texts={}, qrs={}), mode)
+        # The canvas spools to disk past a few MB, so a long run does not hold the file twice.
+        with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024) as spool:
+            canvas = composer.open(spool)
+            for count, record in enumerate(records, start=1):
+                try:
+                    composer.prepared = prepare(spec, record, loader, pages)
+                except InvalidValues as exc:
+                    raise InvalidValues(
+                        {f"row {count}.{key}": found for key, found in exc.problems.items()}
+                    ) from None
+                for page_index in pages:
+                    composer.draw(canvas, (count - 1) * len(pages) + page_index, page_index)
+            if count == 0:
+                raise RenderOptionError("records must hold at least one record")
+            canvas.save()
+            spool.seek(0)
+            if composer.underlays:
+                composer.underlay_into(spool, out)
+            else:
+                shutil.copyfileobj(spool, out)
+    return count
 
 
 def render_low_res_pdf(spec: TemplateSpec, values: Mapping[str, object], assets: Assets) -> bytes:
@@ -131,29 +181,42 @@ class _Composer:
 
     def run(self, pages: Sequence[int]) -> bytes:
         buffer = BytesIO()
+        canvas = self.open(buffer)
+        for out_index, page_index in enumerate(pages):
+            self.draw(canvas, out_index, page_index)
+        canvas.save()
+        data = buffer.getvalue()
+        return self._underlay(data) if self.underlays else data
+
+    def open(self, out: IO[bytes]) -> Canvas:
         # The initial font is written into every page; reportlab's default (Helvetica) would
         # be an unembedded font that preflight checks flag even though nothing uses it.
         initial = load_font(DEFAULT_FONT, None).fontName
         canvas = Canvas(
-            buffer,
+            out,
             invariant=True,
             pageCompression=1,
             initialFontName=initial,  # type: ignore[arg-type]  # the stubs say float: a typo
         )
         canvas.setTitle(self.spec.name)
         canvas.setCreator("pps")
+        return canvas
+
+    def draw(self, canvas: Canvas, out_index: int, page_index: int) -> None:
+        """Page ``page_index`` of the template as page ``out_index`` of the output."""
         m, w, h, b = self.margin, self.width, self.height, self.bleed
-        for out_index, page_index in enumerate(pages):
-            canvas.setPageSize((w + 2 * m, h + 2 * m))
-            canvas.setTrimBox((m, m, m + w, m + h))
-            canvas.setBleedBox((m - b, m - b, m + w + b, m + h + b))
-            self._page(canvas, out_index, page_index)
-            if self.mode.crop_marks:
-                self._crop_marks(canvas)
-            canvas.showPage()
-        canvas.save()
-        data = buffer.getvalue()
-        return self._underlay(data) if self.underlays else data
+        canvas.setPageSize((w + 2 * m, h + 2 * m))
+        canvas.setTrimBox((m, m, m + w, m + h))
+        canvas.setBleedBox((m - b, m - b, m + w + b, m + h + b))
+        self._page(canvas, out_index, page_index)
+        if self.mode.crop_marks:
+            self._crop_marks(canvas)
+        canvas.showPage()
+
+    def underlay_into(self, source: IO[bytes], out: IO[bytes]) -> None:
+        """:meth:`_underlay` for a PDF in a file, written to ``out``."""
+        data = self._underlay(source.read())
+        out.write(data)
 
     # --- one page ---
 

@@ -82,6 +82,11 @@ class Code(StrEnum):
     SPEC_COLOR = "spec.color"
     SPEC_FILE_NAME_KIND = "spec.file_name_kind"
     SPEC_FILE_NAME = "spec.file_name"
+    SPEC_SWATCH = "spec.swatch"
+    SPEC_DUPLICATE_VALUE = "spec.duplicate_value"
+    SPEC_UNKNOWN_VARIANT = "spec.unknown_variant"
+    SPEC_PAGE_INDEX = "spec.page_index"
+    SPEC_THUMBNAIL = "spec.thumbnail"
 
     # A file beside the template (checked when a template is imported).
     FILE_UNUSABLE = "file.unusable"

@@ -29,6 +29,8 @@ class Reader:
 
     def __init__(self) -> None:
         self.problems: list[tuple[str, Problem]] = []
+        #: Named colours ``{"swatch": name}`` resolves to; None: swatches are not allowed.
+        self.swatches: Mapping[str, Color] | None = None
 
     def error(self, path: str, code: Code, **params: Any) -> None:
         self.problems.append((path, Problem(code, params)))
@@ -134,6 +136,8 @@ class Reader:
         if not isinstance(raw, Mapping):
             self.error(path, Code.SPEC_COLOR, got=kind_of(raw))
             return None
+        if "swatch" in raw and self.swatches is not None:
+            return self._swatch(raw, path, self.swatches)
         obj = self.obj(raw, path, {"c", "m", "y", "k"})
         if obj is None:
             return None
@@ -142,6 +146,24 @@ class Reader:
         if c is None or m is None or y is None or k is None:
             return None
         return CMYK(c, m, y, k)
+
+    def _swatch(
+        self, raw: Mapping[str, Any], path: str, swatches: Mapping[str, Color]
+    ) -> Color | None:
+        """``{"swatch": name}``: the template's named colour, as the active variant sets it."""
+        obj = self.obj(raw, path, {"swatch"})
+        name = None if obj is None else obj["swatch"]
+        if obj is None:
+            return None
+        if not isinstance(name, str) or name not in swatches:
+            self.error(
+                join(path, "swatch"),
+                Code.SPEC_SWATCH,
+                swatches=_listed(set(swatches)) or "none",
+                got=shown(name),
+            )
+            return None
+        return swatches[name]
 
     def relative(self, name: str, path: str) -> bool:
         problem = check_relative_name(name)

@@ -1,5 +1,2 @@
-"""A customer's own print PDF for a draft: ``POST /api-ext/draft/<hash>/upload``.
-
-The checks are :mod:`pps.preflight.pdf`, storage and rendering :mod:`pps.files.uploaded`;
-this package is the endpoint that joins them.
-"""
+"""Files a shop uploads (``POST /api-ext/file``): checked by content, stored per client, then
+used as a variable-data source (CSV, XLSX) or an image value."""

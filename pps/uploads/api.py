@@ -1,120 +1,72 @@
-"""``POST /api-ext/draft/<hash>/upload``: the customer's own print PDF becomes the draft's.
-
-Neither the PHP SDK nor the Magento module calls this (the reference takes uploads in its
-editor), so the shape is pps's own: ``multipart/form-data`` with the PDF in the field
-``file``, as ``POST /api-ext/file`` takes files.
-"""
+"""``POST /api-ext/file``: a shop uploads a file to use in drafts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-from flask import request
+from flask import Response, jsonify
+from marshmallow import Schema, fields
 
 from pps.api import bp, current_client, resource, services
-from pps.api.schemas import DraftResponse
-from pps.files.rendering import TemplateNotRenderable, decoded, template_spec
-from pps.files.uploaded import upload_key
-from pps.platform.errors import NotFound, UnsupportedMediaType, ValidationFailed
-from pps.platform.models import UPLOAD_INTENTS
-from pps.preflight import PdfRefused, accept_pdf, preflight_and_store
-from pps.render import AssetError
+from pps.platform.errors import ValidationFailed
+from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
+from pps.uploads.web_body import request_body, uploaded_part
 
-blp = resource("uploads", "Draft")
-F = TypeVar("F", bound=Callable[..., Any])
+blp = resource("uploads", "File")
 
-DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
-UPLOAD_BODY = {
-    "required": True,
+
+class FileOut(Schema):
+    identifier = fields.String(
+        required=True, metadata={"description": "The file's identifier (32 characters)."}
+    )
+
+
+_MULTIPART = {
     "content": {
         "multipart/form-data": {
             "schema": {
                 "type": "object",
                 "required": ["file"],
-                "properties": {
-                    "file": {
-                        "type": "string",
-                        "format": "binary",
-                        "description": "The print PDF: one page per template page, each page "
-                        "trim + bleed (or with a TrimBox of the trim size) within ±1 mm, "
-                        "every font embedded, not encrypted.",
-                    }
-                },
+                "properties": {"file": {"type": "string", "format": "binary"}},
             }
         }
-    },
+    }
 }
 
 
-_document: Callable[[F], F] = blp.doc(requestBody=UPLOAD_BODY)
+@blp.post("/file")
+@request_body(blp, _MULTIPART)
+@blp.response(201, FileOut)
+@blp.errors(400, 413, 415, 422)
+def upload_file() -> Response:
+    """Upload a file
 
-
-@blp.post("/draft/<draft_hash:draft_hash>/upload")
-@_document
-@blp.response(200, DraftResponse)
-@blp.errors(400, 404, 413, 415, 422)
-def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
-    """Upload the customer's print PDF
-
-    For drafts with intent `upload` (the PDF is the print file) or `upload-and-editor`
-    (the PDF is the artwork under the template's fields). The PDF is checked against the
-    template: a real PDF, not encrypted, the template's page count, each page trim + bleed
-    (or a TrimBox of the trim size with the bleed around it) within ±1 mm, every font
-    embedded; a `422` names each problem under `errors.file`, and nothing changes. An
-    accepted PDF replaces any earlier one, bumps the draft's version and is preflighted:
-    the answer is the draft with its `preflightStatus` and `validationResults`. At most
-    `PPS_MAX_UPLOAD_BYTES` (64 MiB by default), else `413`; another content type than
-    multipart is `415`.
+    Multipart, the file in the part `file`. Accepted: PNG, JPEG, PDF, SVG, CSV and XLSX,
+    recognised by their content (the name and Content-Type are not trusted). Images are
+    decoded completely and may have at most `PPS_MAX_IMAGE_PIXELS` pixels, PDFs must open,
+    an SVG is stored cleaned (no scripts, event handlers, styles sheets or references
+    outside the file), a CSV must be UTF-8 (or UTF-16 with a BOM), an XLSX must open.
+    At most `PPS_MAX_UPLOAD_BYTES` bytes (413 beyond). Answers `201` with
+    `{"identifier": "..."}` without a `data` wrapper, as the PHP SDK's `File::fromArray`
+    reads it. Use the identifier as `file` of `POST /api-ext/draft/{hash}/variable-data`.
     """
+    name, data = uploaded_part()
     svc = services()
-    client = current_client().identifier
-    draft = svc.repository.get_draft(client, draft_hash)
-    if draft is None:
-        raise NotFound(DRAFT_NOT_FOUND)
-    if draft.intent not in UPLOAD_INTENTS:
-        raise ValidationFailed(
-            errors={
-                "intent": [
-                    f"Only drafts with intent {' or '.join(UPLOAD_INTENTS)} take a print PDF; "
-                    f"this draft's intent is {draft.intent!r}."
-                ]
-            }
-        )
-    request.max_content_length = svc.settings.max_upload_bytes
-    if request.mimetype not in ("multipart/form-data", "") and request.content_length != 0:
-        raise UnsupportedMediaType("Send the PDF as multipart/form-data in the field 'file'.")
-    upload = request.files.get("file") if request.mimetype == "multipart/form-data" else None
-    if upload is None:
-        raise ValidationFailed(
-            errors={"file": ["Send the PDF as multipart/form-data in the field 'file'."]}
-        )
-    data = upload.read()
-    template = svc.repository.get_template(client, draft.template_identifier)
-    if template is None:
-        raise NotFound("The draft's template no longer exists.")
     try:
-        spec = template_spec(template)
-        accepted = decoded(lambda: accept_pdf(data, spec))
-    except PdfRefused as exc:
-        raise ValidationFailed(
-            f"The PDF cannot be the print file: {exc}", errors={"file": exc.problems}
-        ) from exc
-    except AssetError as exc:  # pikepdf or pdfium gave up on the file part-way
-        raise ValidationFailed(
-            "The PDF cannot be read.", errors={"file": [f"The PDF cannot be read: {exc}"]}
-        ) from exc
-    except TemplateNotRenderable as exc:
-        raise ValidationFailed(str(exc), errors={"template": [str(exc)]}) from exc
-    key = upload_key(client, draft_hash, accepted.data)
-    svc.storage.put(key, accepted.data)
-    updated = svc.repository.update_draft(client, draft_hash, upload_key=key)
-    if updated is None:  # deleted meanwhile
-        svc.storage.delete(key)
-        raise NotFound(DRAFT_NOT_FOUND)
-    if draft.upload_key is not None and draft.upload_key != key:
-        svc.storage.delete(draft.upload_key)
-    return {"data": preflight_and_store(svc.repository, svc.storage, updated)}
+        record = accept_upload(
+            svc.storage,
+            svc.uploads,
+            current_client().identifier,
+            name,
+            data,
+            UploadLimits(
+                max_bytes=svc.settings.max_upload_bytes,
+                max_pixels=svc.settings.max_image_pixels,
+            ),
+        )
+    except UploadRefused as exc:
+        raise ValidationFailed(str(exc), errors={"file": [str(exc)]}) from None
+    response = jsonify({"identifier": record.identifier})
+    response.status_code = 201
+    return response
 
 
 bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource

@@ -9,6 +9,7 @@ from flask import Response
 from pps.api import bp, current_client, no_content, resource, services
 from pps.api.schemas import MergeInput, SuccessOut, UserInput, UserResponse
 from pps.platform.errors import NotFound, ValidationFailed
+from pps.variants.options import check_group
 
 blp = resource("users", "User")
 
@@ -20,6 +21,7 @@ _FIELD_NAMES = {
     "salutation": "salutation",
     "locale": "locale",
     "customAttributes": "custom_attributes",
+    "userGroupIdentifier": "user_group_identifier",
 }
 USER_NOT_FOUND = "No user with this identifier exists for this client."
 
@@ -28,6 +30,11 @@ def _fields(data: dict[str, Any]) -> dict[str, Any]:
     fields = {_FIELD_NAMES[key]: value for key, value in data.items() if key in _FIELD_NAMES}
     if fields.get("email") == "":  # "" clears the email: stored and shown as null
         fields["email"] = None
+    if "user_group_identifier" in fields:  # null or "" takes the user out of its group
+        group = check_group(
+            services().repository, current_client().identifier, fields["user_group_identifier"]
+        )
+        fields["user_group_identifier"] = group
     return fields
 
 
@@ -38,6 +45,7 @@ def create_user(data: dict[str, Any]) -> dict[str, Any]:
     """Create a user
 
     The body is optional; the new user belongs to the calling client.
+    `userGroupIdentifier` puts the user in a user group of the client (422 if unknown).
     """
     record = services().repository.create_user(current_client().identifier, _fields(data))
     return {"data": record}

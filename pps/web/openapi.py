@@ -22,10 +22,14 @@ TAGS = [
     {"name": "User", "description": "Users of a client; drafts belong to users."},
     {"name": "Draft", "description": "Personalizable copies of a template, one per order line."},
     {"name": "Template", "description": "Master templates: DataKeys, CustomAttributes, pages."},
+    {"name": "File", "description": "Files a shop uploads: images, PDFs, variable-data tables."},
+    {"name": "Variant", "description": "Variants and themes: the looks templates offer."},
+    {"name": "UserGroup", "description": "Groups of users that share their drafts."},
     {
         "name": "Files",
         "description": "Print files and previews: short-lived redirects, never bytes.",
     },
+    {"name": "Webhooks", "description": "Signed event deliveries to the shop's URLs."},
     {"name": "Review", "description": "Proof approval: users of the client approve a draft."},
     {"name": "Auth", "description": "Browser login with a JWT signed by the shop, the editor."},
     {

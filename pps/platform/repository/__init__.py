@@ -14,10 +14,12 @@ from pps.platform.models import (
     Client,
     Draft,
     DraftRef,
+    DraftVariant,
     JsonObject,
     Template,
     TemplateRef,
     User,
+    UserGroup,
 )
 
 T = TypeVar("T")
@@ -31,6 +33,7 @@ USER_FIELDS = (
     "last_name",
     "email",
     "custom_attributes",
+    "user_group_identifier",
 )
 
 
@@ -99,6 +102,11 @@ class Repository(Protocol):
         """
         ...
 
+    # -- user groups (pps.groups) ------------------------------------------------------------
+    def create_user_group(self, client: str) -> UserGroup: ...
+
+    def get_user_group(self, client: str, identifier: str) -> UserGroup | None: ...
+
     # -- templates -----------------------------------------------------------------------
     def create_template(
         self,
@@ -135,6 +143,10 @@ class Repository(Protocol):
         intent: str,
         api_default_values: JsonObject,
         custom_attributes: JsonObject,
+        user_group_identifier: str | None = None,
+        variant: DraftVariant | None = None,
+        available_variants: Sequence[str] | None = None,
+        theme: str | None = None,
         flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         """None when the user or the template is not the client's. ``flags``: draft options
@@ -148,7 +160,12 @@ class Repository(Protocol):
         ...
 
     def list_drafts(
-        self, client: str, page: int = 1, per_page: int = 25, user_identifier: str | None = None
+        self,
+        client: str,
+        page: int = 1,
+        per_page: int = 25,
+        user_identifier: str | None = None,
+        user_group_identifier: str | None = None,
     ) -> Page[Draft]: ...
 
     def update_draft(
@@ -160,10 +177,15 @@ class Repository(Protocol):
         custom_attributes: JsonObject | None = None,
         values: JsonObject | None = None,
         state: str | None = None,
+        variant: DraftVariant | None = None,
+        user_group_identifier: str | None = None,
         flags: Mapping[str, bool] | None = None,
         upload_key: str | None = None,
     ) -> Draft | None:
-        """Apply the given changes and bump ``version``; None when no such draft."""
+        """Apply the given changes and bump ``version``; None when no such draft.
+
+        ``user_group_identifier`` ``""`` takes the draft out of its group.
+        """
         ...
 
     def set_preflight(
@@ -198,11 +220,17 @@ class Repository(Protocol):
         ...
 
     def claim_drafts(
-        self, client: str, user_identifier: str, draft_hashes: Iterable[str], dry_run: bool
+        self,
+        client: str,
+        user_identifier: str,
+        draft_hashes: Iterable[str],
+        dry_run: bool,
+        user_group_identifier: str | None = None,
     ) -> dict[str, bool] | None:
         """Give the listed drafts to the user; per hash whether it was (or would be) claimed.
 
-        None when the user is not a user of ``client``.
+        With ``user_group_identifier`` only drafts of that group are claimed. None when the
+        user is not a user of ``client``.
         """
         ...
 

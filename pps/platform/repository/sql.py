@@ -24,14 +24,16 @@ from pps.platform.models import (
     Client,
     Draft,
     DraftRef,
+    DraftVariant,
     JsonObject,
     Template,
     TemplateRef,
     User,
+    UserGroup,
 )
 from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page, deadline
 from pps.platform.repository.lookups import PointLookup, readers_for
-from pps.platform.repository.tables import clients, drafts, templates, users
+from pps.platform.repository.tables import clients, drafts, templates, user_groups, users
 
 T = TypeVar("T")
 _ATTEMPTS = 5
@@ -96,7 +98,12 @@ _TEMPLATE_REF: sa.Select[Any] = sa.select(templates.c.page_count, templates.c.pr
     templates.c.identifier == sa.bindparam("identifier"),
     templates.c.client_identifier == sa.bindparam("client"),
 )
-_DRAFT_REF: sa.Select[Any] = sa.select(drafts.c.user_identifier, drafts.c.version).where(
+_DRAFT_REF: sa.Select[Any] = sa.select(
+    drafts.c.user_identifier,
+    drafts.c.version,
+    drafts.c.remote_acl,
+    drafts.c.variant_identifier,
+).where(
     drafts.c.draft_hash == sa.bindparam("draft_hash"),
     drafts.c.client_identifier == sa.bindparam("client"),
 )
@@ -198,7 +205,16 @@ def _user(row: RowMapping) -> User:
         custom_attributes=dict(row["custom_attributes"] or {}),
         created_at=_aware(row["created_at"]),
         updated_at=_aware(row["updated_at"]),
+        user_group_identifier=row["user_group_identifier"],
     )
+
+
+def _variant_columns(variant: DraftVariant | None) -> dict[str, Any]:
+    return {
+        "variant_id": None if variant is None else variant.id,
+        "variant_identifier": None if variant is None else variant.identifier,
+        "variant_version": None if variant is None else variant.version,
+    }
 
 
 def _template(row: RowMapping) -> Template:
@@ -230,6 +246,19 @@ def _draft(row: RowMapping) -> Draft:
         version=row["version"],
         created_at=_aware(row["created_at"]) or utcnow(),
         updated_at=_aware(row["updated_at"]) or utcnow(),
+        record_count=row["record_count"],
+        user_group_identifier=row["user_group_identifier"],
+        variant=None
+        if row["variant_identifier"] is None
+        else DraftVariant(
+            id=row["variant_id"],
+            identifier=row["variant_identifier"],
+            version=row["variant_version"],
+        ),
+        available_variants=None
+        if row["available_variants"] is None
+        else tuple(row["available_variants"]),
+        theme=row["theme"],
         locked=bool(row["locked"]),
         disable_preflight=bool(row["disable_preflight"]),
         remote_acl=bool(row["remote_acl"]),
@@ -443,6 +472,40 @@ class SqlRepository:
             )
         return True
 
+    # -- user groups ----------------------------------------------------------------------
+    def create_user_group(self, client: str) -> UserGroup:
+        identifier = self._insert_with_fresh_id(
+            user_groups,
+            "identifier",
+            ids.user_identifier,  # same format as a user: 8 mixed-case letters and digits
+            {"client_identifier": client, "created_at": utcnow()},
+        )
+        group = self.get_user_group(client, identifier)
+        assert group is not None
+        return group
+
+    def get_user_group(self, client: str, identifier: str) -> UserGroup | None:
+        if _impossible(client, identifier):
+            return None
+        with self.engine.connect() as conn:
+            row = (
+                conn.execute(
+                    user_groups.select().where(
+                        user_groups.c.identifier == identifier,
+                        user_groups.c.client_identifier == client,
+                    )
+                )
+                .mappings()
+                .first()
+            )
+        if row is None:
+            return None
+        return UserGroup(
+            identifier=row["identifier"],
+            client_identifier=row["client_identifier"],
+            created_at=_aware(row["created_at"]) or utcnow(),
+        )
+
     # -- templates ------------------------------------------------------------------------
     def create_template(
         self,
@@ -546,6 +609,10 @@ class SqlRepository:
         intent: str,
         api_default_values: JsonObject,
         custom_attributes: JsonObject,
+        user_group_identifier: str | None = None,
+        variant: DraftVariant | None = None,
+        available_variants: Sequence[str] | None = None,
+        theme: str | None = None,
         flags: Mapping[str, bool] | None = None,
     ) -> Draft | None:
         if self.get_user(client, user_identifier) is None:
@@ -565,6 +632,10 @@ class SqlRepository:
             "version": 1,
             "created_at": now,
             "updated_at": now,
+            "user_group_identifier": user_group_identifier,
+            **_variant_columns(variant),
+            "available_variants": None if available_variants is None else list(available_variants),
+            "theme": theme,
             **_flags(flags),
         }
         try:
@@ -590,19 +661,31 @@ class SqlRepository:
         row = self._draft_ref.first({"draft_hash": draft_hash, "client": client})
         if row is None:
             return None
-        user, version = row
+        user, version, remote_acl, variant = row
         return DraftRef(
-            draft_hash=draft_hash, client_identifier=client, user_identifier=user, version=version
+            draft_hash=draft_hash,
+            client_identifier=client,
+            user_identifier=user,
+            version=version,
+            remote_acl=bool(remote_acl),
+            variant_identifier=variant,
         )
 
     def list_drafts(
-        self, client: str, page: int = 1, per_page: int = 25, user_identifier: str | None = None
+        self,
+        client: str,
+        page: int = 1,
+        per_page: int = 25,
+        user_identifier: str | None = None,
+        user_group_identifier: str | None = None,
     ) -> Page[Draft]:
-        if _impossible(client, user_identifier or ""):
+        if _impossible(client, user_identifier or "", user_group_identifier or ""):
             return Page(items=[], total=0, page=max(1, page), per_page=per_page)
         condition = drafts.c.client_identifier == client
         if user_identifier is not None:
             condition = sa.and_(condition, drafts.c.user_identifier == user_identifier)
+        if user_group_identifier is not None:
+            condition = sa.and_(condition, drafts.c.user_group_identifier == user_group_identifier)
         query = drafts.select().where(condition).order_by(drafts.c.created_at, drafts.c.draft_hash)
         count = sa.select(sa.func.count()).select_from(drafts).where(condition)
         return self._page(query, count, page, per_page, _draft)
@@ -616,6 +699,8 @@ class SqlRepository:
         custom_attributes: JsonObject | None = None,
         values: JsonObject | None = None,
         state: str | None = None,
+        variant: DraftVariant | None = None,
+        user_group_identifier: str | None = None,
         flags: Mapping[str, bool] | None = None,
         upload_key: str | None = None,
     ) -> Draft | None:
@@ -628,6 +713,10 @@ class SqlRepository:
         }
         if upload_key is not None:
             changes["upload_key"] = upload_key
+        if variant is not None:
+            changes.update(_variant_columns(variant))
+        if user_group_identifier is not None:
+            changes["user_group_identifier"] = user_group_identifier or None
         if api_default_values is not None:
             changes["api_default_values"] = dict(api_default_values)
         if custom_attributes is not None:
@@ -705,6 +794,12 @@ class SqlRepository:
             "version": 1,
             "created_at": now,
             "updated_at": now,
+            "user_group_identifier": original.user_group_identifier,
+            **_variant_columns(original.variant),
+            "available_variants": None
+            if original.available_variants is None
+            else list(original.available_variants),
+            "theme": original.theme,
             # A copy keeps how it is checked and guarded, but starts unlocked: shops copy
             # ordered (locked) drafts so that the customer can change the copy.
             "disable_preflight": original.disable_preflight,
@@ -719,22 +814,23 @@ class SqlRepository:
         return self.get_draft(client, new_hash)
 
     def claim_drafts(
-        self, client: str, user_identifier: str, draft_hashes: Iterable[str], dry_run: bool
+        self,
+        client: str,
+        user_identifier: str,
+        draft_hashes: Iterable[str],
+        dry_run: bool,
+        user_group_identifier: str | None = None,
     ) -> dict[str, bool] | None:
         wanted = list(dict.fromkeys(draft_hashes))
         possible = [draft_hash for draft_hash in wanted if not _impossible(draft_hash)]
+        condition = sa.and_(drafts.c.client_identifier == client, drafts.c.draft_hash.in_(possible))
+        if user_group_identifier is not None:
+            condition = sa.and_(condition, drafts.c.user_group_identifier == user_group_identifier)
         with self.engine.begin() as conn:
             if self._get_user(conn, client, user_identifier, lock=True) is None:
                 return None
             found = (
-                set(
-                    conn.execute(
-                        sa.select(drafts.c.draft_hash).where(
-                            drafts.c.client_identifier == client,
-                            drafts.c.draft_hash.in_(possible),
-                        )
-                    ).scalars()
-                )
+                set(conn.execute(sa.select(drafts.c.draft_hash).where(condition)).scalars())
                 if possible
                 else set()
             )

@@ -28,6 +28,22 @@ clients = sa.Table(
     sa.Column("disabled_at", Timestamp, nullable=True),
 )
 
+# -- user groups (pps.groups) ---------------------------------------------------------------
+
+user_groups = sa.Table(
+    "user_groups",
+    metadata,
+    sa.Column("identifier", sa.String(64), primary_key=True),
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
 users = sa.Table(
     "users",
     metadata,
@@ -48,6 +64,12 @@ users = sa.Table(
     sa.Column("custom_attributes", sa.JSON, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Column(
+        "user_group_identifier",
+        sa.String(64),
+        sa.ForeignKey("user_groups.identifier", ondelete="SET NULL"),
+        nullable=True,
+    ),
 )
 
 templates = sa.Table(
@@ -92,7 +114,10 @@ drafts = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
-    # Draft options (pps.platform.models.DRAFT_FLAGS), migration 0003.
+    # Rows of variable data (in variable_rows); 0 without variable data.
+    sa.Column("record_count", sa.Integer, nullable=False, server_default="0"),
+    # Draft options (pps.platform.models.DRAFT_FLAGS), migration 0003; remote_acl: the shop's
+    # ACL URL is asked before each action on the draft (pps.acl).
     sa.Column("locked", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("disable_preflight", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("remote_acl", sa.Boolean, nullable=False, server_default=sa.false()),
@@ -100,6 +125,19 @@ drafts = sa.Table(
     sa.Column("preflight_status", sa.Integer, nullable=False, server_default="-1"),
     sa.Column("validation_results", sa.JSON, nullable=False, server_default="[]"),
     sa.Column("upload_key", sa.String(500), nullable=True),
+    # pps.groups and pps.variants (migration 0004)
+    sa.Column(
+        "user_group_identifier",
+        sa.String(64),
+        sa.ForeignKey("user_groups.identifier", ondelete="SET NULL"),
+        nullable=True,
+        index=True,
+    ),
+    sa.Column("variant_id", sa.Integer, nullable=True),
+    sa.Column("variant_identifier", sa.String(64), nullable=True),
+    sa.Column("variant_version", sa.Integer, nullable=True),
+    sa.Column("available_variants", sa.JSON, nullable=True),
+    sa.Column("theme", sa.String(64), nullable=True),
     sa.ForeignKeyConstraint(
         ["client_identifier", "template_identifier"],
         ["templates.client_identifier", "templates.identifier"],
@@ -144,6 +182,102 @@ processing_drafts = sa.Table(
     sa.Column("message", sa.Text, nullable=True),
     sa.Column("file_key", sa.String(500), nullable=True),
     sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+# -- uploaded files and variable data (pps.platform.repository.uploads / .variable_data) ----------
+
+uploads = sa.Table(
+    "uploads",
+    metadata,
+    sa.Column("identifier", sa.String(64), primary_key=True),
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("storage_key", sa.String(500), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+variable_rows = sa.Table(
+    "variable_rows",
+    metadata,
+    sa.Column(
+        "draft_hash",
+        sa.String(64),
+        sa.ForeignKey("drafts.draft_hash", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    # Counted from 0, without gaps: the order of the records in the print file.
+    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("values", sa.JSON, nullable=False),
+)
+
+# -- webhooks, remote ACL, per-client outbound settings (pps.platform.repository.integrations)
+
+client_settings = sa.Table(
+    "client_settings",
+    metadata,
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    # Signs every webhook delivery of the client (Standard Webhooks, "whsec_..." form).
+    sa.Column("webhook_secret", sa.String(200), nullable=True),
+    # Asked before actions on drafts created with remoteAcl: true.
+    sa.Column("acl_url", sa.Text, nullable=True),
+    # Host names whose private addresses the client's notifications and webhooks may reach.
+    sa.Column("allowed_hosts", sa.JSON, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+)
+
+webhooks = sa.Table(
+    "webhooks",
+    metadata,
+    sa.Column("identifier", sa.String(32), primary_key=True),
+    sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("event", sa.String(64), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    # 0 operational, 1 degraded (an attempt failed), 2 broken (a delivery was given up).
+    sa.Column("status", sa.SmallInteger, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Index("ix_webhooks_client_event", "client_identifier", "event"),
+)
+
+webhook_deliveries = sa.Table(
+    "webhook_deliveries",
+    metadata,
+    # The Standard Webhooks message id ("msg_..."), the same on every retry.
+    sa.Column("identifier", sa.String(40), primary_key=True),
+    sa.Column(
+        "webhook_identifier",
+        sa.String(32),
+        sa.ForeignKey("webhooks.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("client_identifier", sa.String(64), nullable=False),
+    sa.Column("event", sa.String(64), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", Timestamp, nullable=False),
+    # Set while a dispatcher sends it; an expired lease (a dispatcher that died) frees it.
+    sa.Column("lease_until", Timestamp, nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Index("ix_webhook_deliveries_due", "next_attempt_at"),
 )
 
 # -- reviews (proof approval; pps.reviews.store) -------------------------------------------

@@ -3,7 +3,7 @@
 ``disable_preflight`` is a draft option of 0003.
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 Create Date: 2026-12-01 09:00:00.000000
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0003"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,101 @@
+"""Variable-data benchmark: the business card with N rows (default 10,000) into one print PDF.
+
+    .venv/bin/python bench/vdata.py [--rows 10000]
+
+Each run happens in a fresh child process, so peak RSS (``ru_maxrss``) belongs to that run
+alone: first reportlab writing N blank pages of the card's print size into one document
+(the baseline), then pps's ``render_records_pdf`` rendering N records, every row with its own
+name, e-mail and URL (so a new QR code per record), into one document. Prints pages/s and
+peak RSS of both and the ratio of pages/s. Targets: >= 500 pages/s on one core and peak
+RSS < 300 MB at 10,000 rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CARD = ROOT / "examples" / "templates" / "business-card"
+
+
+def rows(count: int) -> object:
+    for index in range(count):
+        yield {
+            "name": f"Ada Lovelace {index}",
+            "title": "Analyst of Engines",
+            "phone": "+44 20 7946 0000",
+            "email": f"ada{index}@example.org",
+            "url": f"https://example.org/ada/{index}",
+        }
+
+
+def blank(count: int, out: Path) -> None:
+    from reportlab.pdfgen.canvas import Canvas
+
+    mm = 72 / 25.4
+    canvas = Canvas(str(out), pagesize=(91 * mm, 61 * mm), invariant=True, pageCompression=1)
+    for _ in range(count):
+        canvas.showPage()
+    canvas.save()
+
+
+def records(count: int, out: Path) -> None:
+    from pps.render import parse_spec
+    from pps.render.pdf import render_records_pdf
+
+    spec = parse_spec(json.loads((CARD / "template.json").read_text()), CARD)
+    with out.open("wb") as handle:
+        render_records_pdf(spec, rows(count), CARD, handle)  # type: ignore[arg-type]
+
+
+def _child(name: str, count: int, out: str, queue: multiprocessing.Queue[object]) -> None:
+    started = time.perf_counter()
+    (blank if name == "blank" else records)(count, Path(out))
+    elapsed = time.perf_counter() - started
+    queue.put((elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+
+
+def measure(name: str, count: int) -> tuple[float, float, int]:
+    """(pages/s, peak RSS in MB, bytes written) of one run in a fresh process."""
+    context = multiprocessing.get_context("spawn")
+    queue: multiprocessing.Queue[object] = context.Queue()
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / f"{name}.pdf"
+        process = context.Process(target=_child, args=(name, count, str(out), queue))
+        process.start()
+        elapsed, rss = queue.get()  # type: ignore[misc]
+        process.join()
+        return count / elapsed, rss, out.stat().st_size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000)
+    args = parser.parse_args()
+    base_rate, base_rss, base_size = measure("blank", args.rows)
+    rate, rss, size = measure("records", args.rows)
+    print(f"rows: {args.rows} (business card, 1 page each)")
+    print(
+        f"reportlab blank pages: {base_rate:8.0f} pages/s  peak RSS {base_rss:6.1f} MB  "
+        f"{base_size / 1e6:.1f} MB"
+    )
+    print(
+        f"pps variable data:     {rate:8.0f} pages/s  peak RSS {rss:6.1f} MB  {size / 1e6:.1f} MB"
+    )
+    print(f"ratio of pages/s (pps / blank): {rate / base_rate:.3f}")
+    print(
+        f"targets: >= 500 pages/s: {'met' if rate >= 500 else 'MISSED'}; "
+        f"peak RSS < 300 MB: {'met' if rss < 300 else 'MISSED'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Asking the shop whether an action on a draft is allowed (the reference's remote ACL).
+
+The request is the one the PHP SDK's ``Rissc\\Printformer\\Acl\\Handler`` answers: a POST of
+``{"actions": [{"action", "userIdentifier", "entityType", "entityIdentifier"}]}`` (JSON) to
+the client's ACL URL; the handler answers the same list with ``allowAction`` added to each
+entry (as the list itself, or under ``actions`` or ``data``). Only ``allowAction: true`` for
+the very action asked allows it; everything else denies: no ACL URL set, a refused
+address, a network error, no answer within ``PPS_ACL_TIMEOUT`` seconds (the deadline of the
+whole request), a non-2xx status, a body that is not that JSON. Each denial says why, in
+a sentence for the customer's page or the shop's log.
+
+The actions (``entityType`` is always ``draft``, ``entityIdentifier`` the draft hash,
+``userIdentifier`` the draft's user or the user the request acts for):
+
+* ``draft.editor.open``: showing the draft in the editor (any step);
+* ``draft.save``: saving values in the editor;
+* ``draft.finish``: finishing the draft in the editor;
+* ``draft.files.fetch``: handing out a file of the draft (print PDF, proof, image).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pps.platform.errors import PpsError
+from pps.platform.models import Draft, DraftRef
+from pps.platform.repository.integrations import SqlIntegrationStore
+from pps.platform.settings import Settings
+from pps.platform.ssrf import ForbiddenTarget, RequestFailed, post
+
+__all__ = [
+    "ACTIONS",
+    "EDITOR_OPEN",
+    "FILES_FETCH",
+    "FINISH",
+    "SAVE",
+    "AclDenied",
+    "Decision",
+    "ask",
+    "guard",
+    "require",
+]
+
+log = logging.getLogger("pps.acl")
+
+EDITOR_OPEN = "draft.editor.open"
+SAVE = "draft.save"
+FINISH = "draft.finish"
+FILES_FETCH = "draft.files.fetch"
+ACTIONS = {
+    EDITOR_OPEN: "Show the draft in the editor.",
+    SAVE: "Save values of the draft in the editor.",
+    FINISH: "Finish the draft in the editor.",
+    FILES_FETCH: "Hand out a file of the draft (print, low-res, image).",
+}
+ENTITY_TYPE = "draft"
+USER_AGENT = "pps-acl/1"
+
+
+class AclDenied(PpsError):
+    status = 403
+    default_message = "The shop does not allow this action on this design."
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str
+
+
+def _entries(body: Any) -> list[Any]:
+    if isinstance(body, dict):
+        body = body.get("actions", body.get("data"))
+    return body if isinstance(body, list) else []
+
+
+def ask(
+    url: str | None,
+    action: str,
+    *,
+    user_identifier: str,
+    draft_hash: str,
+    timeout: float,
+    allowed_hosts: Collection[str] = (),
+) -> Decision:
+    """The shop's answer for one action; any doubt is a denial."""
+    if not url:
+        return Decision(False, "the shop has no access control URL configured for remote ACL")
+    question = {
+        "action": action,
+        "userIdentifier": user_identifier,
+        "entityType": ENTITY_TYPE,
+        "entityIdentifier": draft_hash,
+    }
+    body = json.dumps({"actions": [question]}, separators=(",", ":")).encode("utf-8")
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": USER_AGENT,
+        "Connection": "close",
+    }
+    try:
+        # The URL is the operator's (pps client set-acl-url): intranet addresses are fine,
+        # the always-refused ranges (link-local metadata, ...) are not.
+        response = post(
+            url,
+            body,
+            headers,
+            deadline=timeout,
+            allow_private=True,
+            allowed_hosts=allowed_hosts,
+            purpose="Access control questions",
+        )
+    except ForbiddenTarget as exc:
+        return Decision(False, f"the shop's access control URL is refused: {exc}")
+    except RequestFailed as exc:
+        return Decision(False, f"the shop's access control did not answer ({exc})")
+    if not 200 <= response.status < 300:
+        return Decision(False, f"the shop's access control answered {response.status}")
+    try:
+        answer = json.loads(response.body)
+    except ValueError:
+        return Decision(False, "the shop's access control answered something other than JSON")
+    for entry in _entries(answer):
+        if (
+            isinstance(entry, dict)
+            and entry.get("action") == action
+            and str(entry.get("entityIdentifier")) == draft_hash
+        ):
+            if entry.get("allowAction") is True:
+                return Decision(True, "allowed by the shop")
+            return Decision(False, "the shop does not allow it")
+    return Decision(False, "the shop's access control did not answer for this action")
+
+
+def require(
+    url: str | None,
+    action: str,
+    *,
+    user_identifier: str,
+    draft_hash: str,
+    timeout: float,
+    allowed_hosts: Collection[str] = (),
+) -> None:
+    """:func:`ask`, raising :class:`AclDenied` with the reason when the answer is no."""
+    decision = ask(
+        url,
+        action,
+        user_identifier=user_identifier,
+        draft_hash=draft_hash,
+        timeout=timeout,
+        allowed_hosts=allowed_hosts,
+    )
+    if not decision.allowed:
+        log.info("remote ACL denied %s on draft %s: %s", action, draft_hash, decision.reason)
+        raise AclDenied(f"This action ({action}) on this design is not allowed: {decision.reason}.")
+
+
+class AclServices(Protocol):
+    """What :func:`guard` needs of :class:`pps.platform.services.Services`."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def integrations(self) -> SqlIntegrationStore: ...
+
+
+def guard(
+    services: AclServices, draft: Draft | DraftRef, action: str, user: str | None = None
+) -> None:
+    """Ask the draft's shop before ``action`` when the draft was created with ``remoteAcl``;
+    :class:`AclDenied` unless it allows it. Drafts without the flag pass without a question."""
+    if not draft.remote_acl:
+        return
+    config = services.integrations.settings(draft.client_identifier)
+    require(
+        config.acl_url,
+        action,
+        user_identifier=user or draft.user_identifier,
+        draft_hash=draft.draft_hash,
+        timeout=services.settings.acl_timeout,
+        allowed_hosts=config.allowed_hosts,
+    )

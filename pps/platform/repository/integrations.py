@@ -1,0 +1,408 @@
+"""Storage of what connects pps back to a shop: webhooks and their pending deliveries (an
+outbox), and per-client outbound settings (webhook secret, remote ACL URL, allowed hosts).
+
+A seam of its own beside :mod:`pps.platform.repository`, on the same engine. Every method
+that touches a client's records takes the client first; another client's webhook is not
+found. Deliveries are claimed with a lease (``UPDATE ... WHERE lease_until IS NULL OR
+lease_until < now``), so several dispatchers (app processes, ``pps worker``) never send the
+same attempt twice, and a dispatcher that dies frees its claims when their lease expires.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, RowMapping
+
+from pps.platform.repository import Page
+from pps.platform.repository.tables import client_settings, webhook_deliveries, webhooks
+
+__all__ = [
+    "BROKEN",
+    "DEGRADED",
+    "OPERATIONAL",
+    "ClientSettings",
+    "Delivery",
+    "SqlIntegrationStore",
+    "Webhook",
+    "new_webhook_secret",
+]
+
+OPERATIONAL = 0
+DEGRADED = 1
+BROKEN = 2
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _impossible(*identifiers: str) -> bool:
+    """An identifier from a URL that cannot name a record (PostgreSQL text holds no NUL):
+    "not found", not a driver error."""
+    return any("\x00" in identifier for identifier in identifiers)
+
+
+def new_webhook_secret() -> str:
+    """A Standard Webhooks secret: ``whsec_`` and 32 random bytes in base64."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    client_identifier: str
+    webhook_secret: str | None = None
+    acl_url: str | None = None
+    allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Webhook:
+    identifier: str
+    client_identifier: str
+    event: str
+    url: str
+    status: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One pending message to one webhook; ``attempts`` made so far."""
+
+    identifier: str
+    webhook_identifier: str
+    client_identifier: str
+    event: str
+    url: str
+    payload: dict[str, Any]
+    attempts: int
+    created_at: datetime
+
+
+def _webhook(row: RowMapping) -> Webhook:
+    return Webhook(
+        identifier=row["identifier"],
+        client_identifier=row["client_identifier"],
+        event=row["event"],
+        url=row["url"],
+        status=int(row["status"]),
+        created_at=_aware(row["created_at"]),
+    )
+
+
+class SqlIntegrationStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- client settings -----------------------------------------------------------------
+
+    def settings(self, client: str) -> ClientSettings:
+        with self.engine.connect() as conn:
+            row = (
+                conn.execute(
+                    client_settings.select().where(client_settings.c.client_identifier == client)
+                )
+                .mappings()
+                .first()
+            )
+        if row is None:
+            return ClientSettings(client)
+        return ClientSettings(
+            client_identifier=client,
+            webhook_secret=row["webhook_secret"],
+            acl_url=row["acl_url"],
+            allowed_hosts=tuple(row["allowed_hosts"] or ()),
+        )
+
+    @staticmethod
+    def _ensure_row(conn: Connection, client: str) -> None:
+        exists = conn.execute(
+            sa.select(sa.literal(1)).where(client_settings.c.client_identifier == client)
+        ).first()
+        if exists is not None:
+            return
+        try:
+            with conn.begin_nested():
+                conn.execute(
+                    client_settings.insert().values(
+                        client_identifier=client, allowed_hosts=[], updated_at=utcnow()
+                    )
+                )
+        except sa.exc.IntegrityError:
+            pass  # created meanwhile by another request
+
+    def _update(self, client: str, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            self._ensure_row(conn, client)
+            conn.execute(
+                client_settings.update()
+                .where(client_settings.c.client_identifier == client)
+                .values(updated_at=utcnow(), **values)
+            )
+
+    def set_acl_url(self, client: str, url: str | None) -> None:
+        self._update(client, acl_url=url)
+
+    def set_allowed_hosts(self, client: str, hosts: Sequence[str]) -> None:
+        self._update(client, allowed_hosts=sorted(set(hosts)))
+
+    def rotate_webhook_secret(self, client: str) -> str:
+        secret = new_webhook_secret()
+        self._update(client, webhook_secret=secret)
+        return secret
+
+    def issue_webhook_secret(self, client: str) -> str | None:
+        """A new secret when the client has none yet (returned once), else None."""
+        secret = new_webhook_secret()
+        with self.engine.begin() as conn:
+            self._ensure_row(conn, client)
+            updated = conn.execute(
+                client_settings.update()
+                .where(
+                    client_settings.c.client_identifier == client,
+                    client_settings.c.webhook_secret.is_(None),
+                )
+                .values(webhook_secret=secret, updated_at=utcnow())
+            ).rowcount
+        return secret if updated else None
+
+    # -- webhooks ------------------------------------------------------------------------
+
+    def create_webhook(self, client: str, event: str, url: str) -> Webhook:
+        now = utcnow()
+        identifier = secrets.token_hex(16)
+        with self.engine.begin() as conn:
+            conn.execute(
+                webhooks.insert().values(
+                    identifier=identifier,
+                    client_identifier=client,
+                    event=event,
+                    url=url,
+                    status=OPERATIONAL,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return Webhook(identifier, client, event, url, OPERATIONAL, now)
+
+    def get_webhook(self, client: str, identifier: str) -> Webhook | None:
+        if _impossible(client, identifier):
+            return None
+        with self.engine.connect() as conn:
+            row = (
+                conn.execute(
+                    webhooks.select().where(
+                        webhooks.c.client_identifier == client,
+                        webhooks.c.identifier == identifier,
+                    )
+                )
+                .mappings()
+                .first()
+            )
+        return _webhook(row) if row is not None else None
+
+    def list_webhooks(self, client: str, page: int, per_page: int) -> Page[Webhook]:
+        page = max(1, page)
+        where = webhooks.c.client_identifier == client
+        with self.engine.connect() as conn:
+            total = int(
+                conn.execute(
+                    sa.select(sa.func.count()).select_from(webhooks).where(where)
+                ).scalar_one()
+            )
+            rows = (
+                conn.execute(
+                    webhooks.select()
+                    .where(where)
+                    .order_by(webhooks.c.created_at, webhooks.c.identifier)
+                    .limit(per_page)
+                    .offset((page - 1) * per_page)
+                )
+                .mappings()
+                .all()
+            )
+        return Page([_webhook(row) for row in rows], total, page, per_page)
+
+    def delete_webhook(self, client: str, identifier: str) -> bool:
+        if _impossible(client, identifier):
+            return False
+        with self.engine.begin() as conn:
+            conn.execute(
+                webhook_deliveries.delete().where(
+                    webhook_deliveries.c.webhook_identifier == identifier,
+                    webhook_deliveries.c.client_identifier == client,
+                )
+            )
+            deleted = conn.execute(
+                webhooks.delete().where(
+                    webhooks.c.client_identifier == client, webhooks.c.identifier == identifier
+                )
+            ).rowcount
+        return bool(deleted)
+
+    # -- the outbox ----------------------------------------------------------------------
+
+    def enqueue(self, client: str, event: str, payload: dict[str, Any]) -> int:
+        """A delivery for each of the client's webhooks of ``event``; how many."""
+        now = utcnow()
+        with self.engine.begin() as conn:
+            targets = conn.execute(
+                sa.select(webhooks.c.identifier).where(
+                    webhooks.c.client_identifier == client, webhooks.c.event == event
+                )
+            ).all()
+            rows = [
+                {
+                    "identifier": "msg_" + secrets.token_hex(16),
+                    "webhook_identifier": row.identifier,
+                    "client_identifier": client,
+                    "event": event,
+                    "payload": payload,
+                    "attempts": 0,
+                    "next_attempt_at": now,
+                    "lease_until": None,
+                    "created_at": now,
+                }
+                for row in targets
+            ]
+            if rows:
+                conn.execute(webhook_deliveries.insert(), rows)
+        return len(rows)
+
+    def claim_due(
+        self,
+        *,
+        limit: int,
+        lease: float,
+        busy: Collection[str] = (),
+        in_flight: Mapping[str, int] | None = None,
+        per_client: int | None = None,
+    ) -> list[Delivery]:
+        """Up to ``limit`` due deliveries, leased for ``lease`` s, oldest due first; none of
+        the clients in ``busy``, and no client beyond ``per_client`` counting ``in_flight``.
+
+        Leaving busy clients out in SQL is what keeps one client's backlog from filling the
+        batch and starving everyone else.
+        """
+        if limit <= 0:
+            return []
+        now = utcnow()
+        free = sa.or_(
+            webhook_deliveries.c.lease_until.is_(None), webhook_deliveries.c.lease_until < now
+        )
+        query = (
+            sa.select(webhook_deliveries, webhooks.c.url)
+            .join(webhooks, webhooks.c.identifier == webhook_deliveries.c.webhook_identifier)
+            .where(webhook_deliveries.c.next_attempt_at <= now, free)
+            .order_by(webhook_deliveries.c.next_attempt_at, webhook_deliveries.c.created_at)
+            .limit(limit * 4)
+        )
+        if busy:
+            query = query.where(webhook_deliveries.c.client_identifier.not_in(list(busy)))
+        claimed: list[Delivery] = []
+        counts = Counter(in_flight or {})
+        with self.engine.begin() as conn:
+            rows = conn.execute(query).mappings().all()
+            until = now + timedelta(seconds=lease)
+            for row in rows:
+                if len(claimed) >= limit:
+                    break
+                owner = row["client_identifier"]
+                if per_client is not None and counts[owner] >= per_client:
+                    continue
+                taken = conn.execute(
+                    webhook_deliveries.update()
+                    .where(webhook_deliveries.c.identifier == row["identifier"], free)
+                    .values(lease_until=until)
+                ).rowcount
+                if taken:
+                    counts[owner] += 1
+                    claimed.append(
+                        Delivery(
+                            identifier=row["identifier"],
+                            webhook_identifier=row["webhook_identifier"],
+                            client_identifier=row["client_identifier"],
+                            event=row["event"],
+                            url=row["url"],
+                            payload=dict(row["payload"]),
+                            attempts=int(row["attempts"]),
+                            created_at=_aware(row["created_at"]),
+                        )
+                    )
+        return claimed
+
+    def next_due(self) -> datetime | None:
+        """When the earliest pending delivery is due (None: nothing pending)."""
+        with self.engine.connect() as conn:
+            value = conn.execute(
+                sa.select(sa.func.min(webhook_deliveries.c.next_attempt_at))
+            ).scalar_one()
+        return _aware(value) if value is not None else None
+
+    def pending(self, client: str | None = None) -> int:
+        query = sa.select(sa.func.count()).select_from(webhook_deliveries)
+        if client is not None:
+            query = query.where(webhook_deliveries.c.client_identifier == client)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def delivered(self, delivery: Delivery) -> None:
+        """Success: the message is done and the webhook is operational again."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                webhook_deliveries.delete().where(
+                    webhook_deliveries.c.identifier == delivery.identifier
+                )
+            )
+            self._set_status(conn, delivery.webhook_identifier, OPERATIONAL)
+
+    def failed(self, delivery: Delivery, retry_in: float | None) -> None:
+        """A failed attempt: retry in ``retry_in`` s (the webhook is degraded), or give the
+        message up (None: the webhook is broken)."""
+        with self.engine.begin() as conn:
+            if retry_in is None:
+                conn.execute(
+                    webhook_deliveries.delete().where(
+                        webhook_deliveries.c.identifier == delivery.identifier
+                    )
+                )
+                self._set_status(conn, delivery.webhook_identifier, BROKEN)
+                return
+            conn.execute(
+                webhook_deliveries.update()
+                .where(webhook_deliveries.c.identifier == delivery.identifier)
+                .values(
+                    attempts=delivery.attempts + 1,
+                    next_attempt_at=utcnow() + timedelta(seconds=retry_in),
+                    lease_until=None,
+                )
+            )
+            # Degraded, unless already broken: only a success makes a broken webhook well.
+            conn.execute(
+                webhooks.update()
+                .where(
+                    webhooks.c.identifier == delivery.webhook_identifier,
+                    webhooks.c.status == OPERATIONAL,
+                )
+                .values(status=DEGRADED, updated_at=utcnow())
+            )
+
+    @staticmethod
+    def _set_status(conn: Connection, webhook: str, status: int) -> None:
+        conn.execute(
+            webhooks.update()
+            .where(webhooks.c.identifier == webhook, webhooks.c.status != status)
+            .values(status=status, updated_at=utcnow())
+        )

@@ -1,0 +1,359 @@
+"""Where pps may send requests a shop asked for: one rule for notifications, webhooks and ACL.
+
+Shops name URLs pps then calls (``stateChangedNotifyUrl``, webhooks, the remote ACL), so
+pps must not become a way to reach what only pps can reach (server-side request forgery):
+
+* only ``http`` and ``https``, no user name or password in the URL;
+* every address the host resolves to is judged by :func:`address_problem`: each IANA
+  special-purpose range (the IPv4 and IPv6 Special-Purpose Address Registries, RFC 6890
+  and successors) is refused, from an explicit table below, with ``ipaddress``'s
+  ``is_global`` as the net under it for anything the table misses. Loopback and private-use
+  ranges (RFC 1918, CGNAT, unique-local) are *relaxable*: allowed with
+  ``PPS_NOTIFY_ALLOW_PRIVATE``, or for the host names a client's operator allowed
+  (``pps client allow-host``); everything else there is refused always;
+* IPv6 forms that carry an IPv4 address (IPv4-mapped, 6to4, NAT64) are judged by the IPv4
+  address they lead to; IPv4-compatible and Teredo addresses are refused outright;
+* the check runs when the URL is given *and again at every send*, and the connection goes to
+  the very address that was checked (Host header and TLS name stay the URL's host), so a
+  DNS answer that changes in between (DNS rebinding) cannot redirect it;
+* redirects are never followed (``http.client`` follows none) and proxies from the
+  environment are ignored;
+* one request has one deadline for everything (connect, send, every read): a receiver
+  that trickles its answer a byte at a time is cut off when the deadline passes, not
+  allowed another timeout per read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import ipaddress
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
+
+__all__ = [
+    "SPECIAL_PURPOSE",
+    "ForbiddenTarget",
+    "IPAddress",
+    "RequestFailed",
+    "Response",
+    "Target",
+    "address_problem",
+    "check_url",
+    "parse_target",
+    "post",
+    "resolve",
+]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+MAX_URL_LENGTH = 2000
+#: Largest answer body read; receivers' answers are not used beyond the ACL's small JSON.
+MAX_RESPONSE_BYTES = 256 * 1024
+
+
+class ForbiddenTarget(ValueError):
+    """The URL may not be called; the message says why, for the shop's developer."""
+
+
+class RequestFailed(Exception):
+    """The request did not get an answer (network error, deadline)."""
+
+
+@dataclass(frozen=True)
+class _Range:
+    network: IPNetwork
+    problem: str
+    relaxable: bool = False
+
+
+def _r(cidr: str, problem: str, relaxable: bool = False) -> _Range:
+    return _Range(ipaddress.ip_network(cidr), problem, relaxable)
+
+
+#: The special-purpose registries, most specific entries first (the first match names the
+#: problem). Relaxable entries are the ones an intranet shop may legitimately live in.
+SPECIAL_PURPOSE: tuple[_Range, ...] = (
+    # IPv4 (iana-ipv4-special-registry), plus multicast and the rest of class E.
+    _r("0.0.0.0/32", "is unspecified"),
+    _r("0.0.0.0/8", "is unspecified ('this network')"),
+    _r("10.0.0.0/8", "is a private address", relaxable=True),
+    _r("100.64.0.0/10", "is a private address (shared, CGNAT)", relaxable=True),
+    _r("127.0.0.0/8", "is a loopback address", relaxable=True),
+    _r("169.254.0.0/16", "is link-local"),
+    _r("172.16.0.0/12", "is a private address", relaxable=True),
+    _r("192.0.0.0/24", "is special-purpose (IETF protocol assignments, DS-Lite, NAT64)"),
+    _r("192.0.2.0/24", "is reserved for documentation (TEST-NET-1)"),
+    _r("192.31.196.0/24", "is special-purpose (AS112)"),
+    _r("192.52.193.0/24", "is special-purpose (AMT)"),
+    _r("192.88.99.0/24", "is special-purpose (deprecated 6to4 relay anycast)"),
+    _r("192.168.0.0/16", "is a private address", relaxable=True),
+    _r("192.175.48.0/24", "is special-purpose (AS112 direct delegation)"),
+    _r("198.18.0.0/15", "is reserved for benchmarking"),
+    _r("198.51.100.0/24", "is reserved for documentation (TEST-NET-2)"),
+    _r("203.0.113.0/24", "is reserved for documentation (TEST-NET-3)"),
+    _r("224.0.0.0/4", "is a multicast address"),
+    _r("255.255.255.255/32", "is reserved (limited broadcast)"),
+    _r("240.0.0.0/4", "is reserved"),
+    # IPv6 (iana-ipv6-special-registry). Forms carrying IPv4 are handled before this table.
+    _r("::/128", "is unspecified"),
+    _r("::1/128", "is a loopback address", relaxable=True),
+    _r("::/96", "is an IPv4-compatible address (deprecated)"),
+    _r("64:ff9b:1::/48", "is special-purpose (local-use IPv4/IPv6 translation)"),
+    _r("100::/64", "is special-purpose (discard-only)"),
+    _r("100:0:0:1::/64", "is special-purpose (dummy prefix)"),
+    _r("2001::/32", "is a Teredo tunnelling address"),
+    _r("2001:db8::/32", "is reserved for documentation"),
+    _r("2001::/23", "is special-purpose (IETF protocol assignments: benchmarking, ORCHID, ...)"),
+    _r("2620:4f:8000::/48", "is special-purpose (AS112 direct delegation)"),
+    _r("3fff::/20", "is reserved for documentation"),
+    _r("5f00::/16", "is special-purpose (SRv6 SIDs)"),
+    _r("fc00::/7", "is a private address (unique-local)", relaxable=True),
+    _r("fe80::/10", "is link-local"),
+    _r("fec0::/10", "is reserved (deprecated site-local)"),
+    _r("ff00::/8", "is a multicast address"),
+)
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address packets to ``address`` end up at: IPv4-mapped, 6to4, NAT64."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def address_problem(address: IPAddress, allow_private: bool) -> str | None:
+    """Why ``address`` may not be connected to, or None when it may.
+
+    ``allow_private`` lifts only the relaxable entries (loopback and private use).
+    """
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            return address_problem(embedded, allow_private)
+    for entry in SPECIAL_PURPOSE:
+        if address.version == entry.network.version and address in entry.network:
+            if entry.relaxable and allow_private:
+                return None
+            return entry.problem
+    # The net under the table: whatever the standard library knows is not global.
+    if not address.is_global:
+        return "is not a globally reachable address"
+    return None
+
+
+@dataclass(frozen=True)
+class Target:
+    scheme: str
+    host: str
+    port: int
+    path: str
+
+
+def parse_target(url: str) -> Target:
+    """The parts of a URL, or :class:`ForbiddenTarget` for a URL of the wrong shape."""
+    if not isinstance(url, str) or not url:
+        raise ForbiddenTarget("Must be an http:// or https:// URL.")
+    if len(url) > MAX_URL_LENGTH:
+        raise ForbiddenTarget(f"Must be at most {MAX_URL_LENGTH} characters long.")
+    if any(ord(char) <= 0x20 or ord(char) == 0x7F for char in url):
+        raise ForbiddenTarget("Must not contain spaces or control characters.")
+    try:
+        parts: SplitResult = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ForbiddenTarget(f"Is not a valid URL: {exc}.") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ForbiddenTarget("Must be an http:// or https:// URL.")
+    if "@" in parts.netloc:
+        raise ForbiddenTarget("Must not contain a user name or password.")
+    host = parts.hostname
+    if not host:
+        raise ForbiddenTarget("Must name a host.")
+    path = parts.path or "/"
+    if parts.query:
+        path = f"{path}?{parts.query}"
+    return Target(scheme, host, port or (443 if scheme == "https" else 80), path)
+
+
+def resolve(
+    target: Target,
+    allow_private: bool,
+    *,
+    allowed_hosts: Collection[str] = (),
+    purpose: str = "Requests",
+) -> list[IPAddress]:
+    """Every address of the target's host, each checked; :class:`ForbiddenTarget` if any fails.
+
+    An IP literal is judged without any lookup. For a name, *all* its addresses must be
+    allowed: a name with one public and one private address is refused, not half-trusted.
+    A host in ``allowed_hosts`` (a client's intranet hosts) is judged as with
+    ``allow_private``.
+    """
+    allow = allow_private or target.host.lower().rstrip(".") in allowed_hosts
+    try:
+        literal: IPAddress | None = ipaddress.ip_address(target.host)
+    except ValueError:
+        literal = None
+    if literal is not None:
+        addresses = [literal]
+    else:
+        try:
+            infos = socket.getaddrinfo(
+                target.host, target.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+            )
+        except (OSError, UnicodeError) as exc:
+            raise ForbiddenTarget(f"The host {target.host!r} cannot be resolved: {exc}.") from None
+        addresses = []
+        for info in infos:
+            # Drop an IPv6 zone ("fe80::1%eth0"); such addresses are link-local anyway.
+            text = str(info[4][0]).split("%", 1)[0]
+            address = ipaddress.ip_address(text)
+            if address not in addresses:
+                addresses.append(address)
+        if not addresses:
+            raise ForbiddenTarget(f"The host {target.host!r} has no address.")
+    for address in addresses:
+        problem = address_problem(address, allow)
+        if problem is not None:
+            what = "" if literal is not None else f"{target.host!r} resolves to {address}, which "
+            raise ForbiddenTarget(
+                f"{purpose} are not sent there: {what or f'{address} '}{problem}."
+            )
+    return addresses
+
+
+def check_url(
+    url: str,
+    *,
+    allow_private: bool,
+    allowed_hosts: Collection[str] = (),
+    purpose: str = "Requests",
+) -> Target:
+    """Validate a URL a shop gave; :class:`ForbiddenTarget` if refused."""
+    target = parse_target(url)
+    resolve(target, allow_private, allowed_hosts=allowed_hosts, purpose=purpose)
+    return target
+
+
+class _Pinned:
+    """Connects to one checked address; :meth:`abort` ends the socket from another thread."""
+
+    _address: IPAddress
+    _aborted: bool
+    _abort_lock: threading.Lock
+    sock: socket.socket | None
+
+    def _setup(self, address: IPAddress) -> None:
+        self._address = address
+        self._aborted = False
+        self._abort_lock = threading.Lock()
+
+    def _open(self, port: int, timeout: float | None) -> socket.socket:
+        raw = socket.create_connection((str(self._address), port), timeout)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._abort_lock:
+            if self._aborted:
+                raw.close()
+                raise TimeoutError("deadline passed while connecting")
+        return raw
+
+    def abort(self) -> None:
+        """Shut the connection down: a read blocked in another thread returns at once."""
+        with self._abort_lock:
+            self._aborted = True
+            sock = self.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class _PinnedHTTPConnection(_Pinned, http.client.HTTPConnection):
+    def __init__(self, host: str, port: int, address: IPAddress, timeout: float) -> None:
+        http.client.HTTPConnection.__init__(self, host, port, timeout=timeout)
+        self._setup(address)
+
+    def connect(self) -> None:
+        self.sock = self._open(self.port, self.timeout)
+
+
+class _PinnedHTTPSConnection(_Pinned, http.client.HTTPSConnection):
+    """As the plain one, with TLS verified against the URL's host name."""
+
+    def __init__(self, host: str, port: int, address: IPAddress, timeout: float) -> None:
+        self._tls = ssl.create_default_context()
+        http.client.HTTPSConnection.__init__(self, host, port, timeout=timeout, context=self._tls)
+        self._setup(address)
+
+    def connect(self) -> None:
+        raw = self._open(self.port, self.timeout)
+        try:
+            self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
+        except BaseException:
+            raw.close()
+            raise
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes
+    elapsed: float
+
+
+def post(
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    deadline: float,
+    allow_private: bool,
+    allowed_hosts: Collection[str] = (),
+    purpose: str = "Requests",
+) -> Response:
+    """POST ``body`` to ``url`` once, within ``deadline`` seconds in all.
+
+    :class:`ForbiddenTarget` when the URL or an address is refused (checked now, at send
+    time), :class:`RequestFailed` when no complete answer came in time. Any status is
+    returned as it came; redirects are not followed.
+    """
+    target = parse_target(url)
+    addresses = resolve(target, allow_private, allowed_hosts=allowed_hosts, purpose=purpose)
+    connection_class = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
+    started = time.monotonic()
+    connection = connection_class(target.host, target.port, addresses[0], deadline)
+    # The socket timeout bounds each call; the timer bounds them all together.
+    timer = threading.Timer(deadline, connection.abort)
+    timer.daemon = True
+    timer.start()
+    try:
+        connection.request("POST", target.path, body=body, headers=dict(headers))
+        response = connection.getresponse()
+        data = response.read(MAX_RESPONSE_BYTES)
+        status = response.status
+    except (OSError, http.client.HTTPException) as exc:
+        elapsed = time.monotonic() - started
+        if elapsed >= deadline * 0.99:
+            raise RequestFailed(f"timed out: no answer within {deadline:g} s") from None
+        raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
+    finally:
+        timer.cancel()
+        connection.close()
+    elapsed = time.monotonic() - started
+    if elapsed > deadline:
+        # The answer was complete just as the timer fired; it came too late all the same.
+        raise RequestFailed(f"timed out: no answer within {deadline:g} s")
+    return Response(status, data, elapsed)

@@ -1,0 +1,105 @@
+"""Accepting an upload: sniff, check completely, store the bytes, record the file. No Flask.
+
+Every check runs before anything is written, so a refused file leaves nothing behind. The
+bytes go to file storage under ``uploads/<client>/<identifier>/file.<kind>``; the record
+(kind, name, size) to the database. Later readers (variable data, image values) look the
+file up by identifier *and* client, so one shop can never read another's upload.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+
+from pps.platform.repository.uploads import SqlUploadStore, Upload
+from pps.platform.storage import FileStorage
+from pps.render.decode import asset_problem
+from pps.uploads.kinds import Kind, UnknownKind, decode_text, sniff
+from pps.uploads.svg import SvgRefused, sanitize_svg
+
+__all__ = ["UploadLimits", "UploadRefused", "accept_upload", "read_upload"]
+
+#: Longest file name kept (the name is only shown back, never used as a path).
+MAX_NAME = 255
+#: An XLSX unpacks to at most this much: a ZIP bomb is refused before openpyxl reads it.
+MAX_XLSX_UNPACKED = 200 * 1024 * 1024
+
+
+class UploadRefused(ValueError):
+    """The file is not accepted; the message says why, for the shop's developer."""
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    max_bytes: int
+    max_pixels: int
+
+
+def accept_upload(
+    storage: FileStorage,
+    records: SqlUploadStore,
+    client: str,
+    name: str,
+    data: bytes,
+    limits: UploadLimits,
+) -> Upload:
+    if len(data) > limits.max_bytes:
+        raise UploadRefused(
+            f"The file has {len(data)} bytes; at most {limits.max_bytes} are accepted."
+        )
+    try:
+        kind = sniff(data)
+    except UnknownKind as exc:
+        raise UploadRefused(
+            f"The file is not a PNG, JPEG, PDF, SVG, CSV or XLSX file: it is {exc}."
+        ) from None
+    data = _checked(kind, data, limits)
+    identifier = records.new_identifier()
+    key = f"uploads/{client}/{identifier}/file.{kind}"
+    storage.put(key, data)
+    clean_name = "".join(ch for ch in name if ch.isprintable())[:MAX_NAME] or f"file.{kind}"
+    return records.create(
+        client, identifier=identifier, kind=kind, name=clean_name, size=len(data), storage_key=key
+    )
+
+
+def read_upload(storage: FileStorage, record: Upload) -> bytes:
+    data = storage.read(record.storage_key)
+    if data is None:
+        raise UploadRefused(f"The file {record.identifier!r} is missing from file storage.")
+    return data
+
+
+def _checked(kind: Kind, data: bytes, limits: UploadLimits) -> bytes:
+    """``data`` as it will be stored (an SVG cleaned); raise :class:`UploadRefused`."""
+    if kind in ("png", "jpeg", "pdf"):
+        problem = asset_problem(data, max_pixels=limits.max_pixels)
+        if problem is not None:
+            raise UploadRefused(f"The {kind.upper()} file cannot be used: {problem}.")
+        return data
+    if kind == "svg":
+        try:
+            return sanitize_svg(decode_text(data))
+        except SvgRefused as exc:
+            raise UploadRefused(f"The SVG file cannot be used: {exc}.") from None
+    if kind == "xlsx":
+        _check_workbook(data)
+        return data
+    return data  # csv: decoded already by sniff; read with its column mapping later
+
+
+def _check_workbook(data: bytes) -> None:
+    from openpyxl import load_workbook
+
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        unpacked = sum(info.file_size for info in archive.infolist())
+    if unpacked > MAX_XLSX_UNPACKED:
+        raise UploadRefused(
+            f"The XLSX file unpacks to {unpacked} bytes; at most {MAX_XLSX_UNPACKED} are accepted."
+        )
+    try:
+        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
+        workbook.close()
+    except Exception as exc:  # openpyxl raises many kinds (KeyError, zip, XML errors)
+        raise UploadRefused(f"The XLSX file cannot be read: {exc}.") from None

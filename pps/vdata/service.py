@@ -1,0 +1,106 @@
+"""Variable data of a draft, end to end below the web layer: read a file through its column
+mapping, check every row against the template, then store the rows. No Flask.
+
+Nothing is stored unless every row passes, so a 422 leaves the draft's rows as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pps.files.rendering import StorageAssets, draft_values, template_spec
+from pps.platform.models import Draft, Template
+from pps.platform.services import Services
+from pps.vdata.rows import RowProblems, check_rows, rows_from_table, text_values
+from pps.vdata.tabular import ColumnMapping, TableError, read_table, resolve_mapping
+
+__all__ = ["RowsRefused", "import_table", "put_rows"]
+
+
+class RowsRefused(ValueError):
+    """Rows that would not render; ``errors`` names row and column of each problem."""
+
+    def __init__(self, errors: RowProblems) -> None:
+        self.errors = errors
+        first = next(iter(errors.values()))[0]
+        more = len(errors) - 1
+        super().__init__(first + (f" (and {more} more problems)" if more else ""))
+
+
+def _check(
+    svc: Services,
+    draft: Draft,
+    template: Template,
+    rows: Sequence[Mapping[str, str]],
+    labels: Mapping[str, str] | None = None,
+    first_row: int = 1,
+) -> None:
+    spec = template_spec(template, draft.variant_identifier)  # what the records render with
+    assets = StorageAssets(
+        svc.storage, draft.client_identifier, template.identifier,
+        max_pixels=svc.settings.max_image_pixels,
+    )  # fmt: skip
+    problems = check_rows(spec, draft_values(draft), rows, assets, labels, first_row=first_row)
+    if problems:
+        raise RowsRefused(problems)
+
+
+def import_table(
+    svc: Services,
+    draft: Draft,
+    template: Template,
+    kind: str,
+    data: bytes,
+    mapping: ColumnMapping,
+) -> int:
+    """Replace the draft's rows with the file's; the number of rows stored.
+
+    Raises :class:`TableError` (file or mapping) or :class:`RowsRefused`.
+    """
+    table = read_table(kind, data, svc.settings.max_variable_rows)
+    columns = resolve_mapping(
+        mapping, table.header, template_spec(template, draft.variant_identifier).data_keys
+    )
+    rows = rows_from_table(table, columns)
+    _check(svc, draft, template, rows, {key: label for key, (_, label) in columns.items()})
+    svc.variable_data.replace(draft.client_identifier, draft.draft_hash, rows)
+    return len(rows)
+
+
+def put_rows(
+    svc: Services, draft: Draft, template: Template, data: Sequence[Any] | Mapping[str, Any]
+) -> bool:
+    """PUT's ``data``: a list replaces every row; an object keyed by row index (counted
+    from 0, as the rows are listed) updates those rows key by key. False when an index
+    has no row. Raises :class:`TableError` for a malformed row, :class:`RowsRefused`."""
+    changes: dict[int, dict[str, str]] = {}
+    items: list[tuple[str, Any]]
+    if isinstance(data, Mapping):
+        items = [(str(key), row) for key, row in data.items()]
+    else:
+        items = [(str(index), row) for index, row in enumerate(data)]
+    for key, row in items:
+        if not key.isdigit():
+            raise TableError(f"data: {key!r} is not a row index (0, 1, ...).", "data")
+        if not isinstance(row, dict):
+            raise TableError(f"data.{key}: a row is an object of DataKey to value.", "data")
+        values, refused = text_values(row)
+        if refused:
+            raise TableError(
+                f"data.{key}: {', '.join(map(repr, refused))} must be text or a number.", "data"
+            )
+        changes[int(key)] = values
+    if len(changes) > svc.settings.max_variable_rows:
+        raise TableError(f"data: at most {svc.settings.max_variable_rows} rows.", "data")
+    if isinstance(data, list):
+        rows = [changes[index] for index in range(len(changes))]
+        _check(svc, draft, template, rows)
+        svc.variable_data.replace(draft.client_identifier, draft.draft_hash, rows)
+        return True
+    for index, values in sorted(changes.items()):
+        stored = svc.variable_data.row(draft.draft_hash, index)
+        if stored is None:
+            return False
+        _check(svc, draft, template, [{**stored, **values}], first_row=index + 1)
+    return bool(svc.variable_data.update(draft.client_identifier, draft.draft_hash, changes))

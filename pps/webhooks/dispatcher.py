@@ -1,0 +1,176 @@
+"""The webhook dispatcher: sends the outbox from a pool of threads, fairly between clients.
+
+Why a dispatcher of its own, not the batch job queue: a receiver may be slow or down, and
+one client's receiver must never hold up another client's deliveries, nor batch print
+jobs. So deliveries never share a worker with rendering, and within the dispatcher:
+
+* at most ``PPS_WEBHOOK_CONCURRENCY`` deliveries are in flight per process, and at most
+  ``PPS_WEBHOOK_PER_CLIENT`` of them for one client; deliveries of a client at its limit
+  are left out of the claim query itself, so its backlog cannot crowd out anyone's;
+* each attempt ends within ``PPS_WEBHOOK_TIMEOUT`` seconds in all (one deadline for the
+  whole request, :func:`pps.platform.ssrf.post`), so a slot is never held longer;
+* a failed attempt is retried after ``PPS_WEBHOOK_BACKOFF`` seconds, doubling each time (at
+  most an hour), up to ``PPS_WEBHOOK_ATTEMPTS`` attempts; then the message is dropped.
+
+A client's slow receiver thus costs others nothing as long as fewer than
+``concurrency / per_client`` clients are slow at once; their attempts time out and free the
+slots either way.
+
+Where it runs: every app process starts one with its first event (threads, started again
+after a fork), and ``pps worker`` runs one in its main process, which delivers the events
+of batch jobs rendered in its work horses. The outbox is in the database, so deliveries
+survive restarts, any running dispatcher picks up what is due (polling every
+``PPS_WEBHOOK_POLL`` seconds, at once when woken by a local event), and a lease on each
+claimed delivery keeps two dispatchers from sending the same attempt.
+
+Health (``status`` of a webhook): a failed attempt makes an operational webhook degraded
+(1), a message given up makes it broken (2), and any success makes it operational (0).
+A broken webhook still gets new events, which is how it becomes operational again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from pps.platform.repository.integrations import Delivery, SqlIntegrationStore
+from pps.platform.settings import Settings
+from pps.webhooks.delivery import Outcome, send
+
+__all__ = ["Dispatcher", "retry_pause", "start_dispatcher"]
+
+log = logging.getLogger("pps.webhooks")
+
+MAX_PAUSE = 3600.0
+#: Beyond the attempt's deadline, how long a claim is kept before another dispatcher may
+#: take the delivery over (this one died).
+LEASE_MARGIN = 30.0
+
+
+class DispatcherServices(Protocol):
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def integrations(self) -> SqlIntegrationStore: ...
+
+
+def retry_pause(backoff: float, attempts_made: int) -> float:
+    """Seconds before the next attempt, after ``attempts_made`` failed ones."""
+    return float(min(MAX_PAUSE, backoff * 2.0 ** max(0, attempts_made - 1)))
+
+
+class Dispatcher:
+    def __init__(self, store: SqlIntegrationStore, settings: Settings) -> None:
+        self._store = store
+        self._settings = settings
+        self._limit = settings.webhook_concurrency
+        self._per_client = settings.webhook_per_client
+        self._in_flight: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._pool = ThreadPoolExecutor(self._limit, thread_name_prefix="pps-webhook")
+        self._thread = threading.Thread(target=self._run, name="pps-webhooks", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop claiming; deliveries in flight finish within their deadline (or their lease
+        lets another dispatcher retry them)."""
+        self._stopped.set()
+        self._wake.set()
+        self._thread.join(timeout)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        # Wait for the attempts in flight (each ends within its deadline) so none touches
+        # the database after the services are closed.
+        limit = self._settings.webhook_timeout + 1.0 if timeout is None else timeout
+        with self._idle:
+            self._idle.wait_for(lambda: not any(self._in_flight.values()), limit)
+
+    def in_flight(self) -> dict[str, int]:
+        with self._lock:
+            return {client: n for client, n in self._in_flight.items() if n}
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            self._wake.clear()
+            try:
+                self._claim_and_send()
+            except Exception:  # the database may be away for a while; try again later
+                log.exception("webhook dispatcher could not read the outbox")
+            self._wake.wait(self._settings.webhook_poll)
+
+    def _claim_and_send(self) -> None:
+        with self._lock:
+            in_flight = dict(self._in_flight)
+        free = self._limit - sum(in_flight.values())
+        if free <= 0:
+            return
+        busy = {client for client, n in in_flight.items() if n >= self._per_client}
+        lease = self._settings.webhook_timeout + LEASE_MARGIN
+        claimed = self._store.claim_due(
+            limit=free,
+            lease=lease,
+            busy=busy,
+            in_flight=in_flight,
+            per_client=self._per_client,
+        )
+        for delivery in claimed:
+            with self._lock:
+                self._in_flight[delivery.client_identifier] += 1
+            self._pool.submit(self._deliver, delivery)
+
+    def _deliver(self, delivery: Delivery) -> None:
+        try:
+            outcome = self._attempt(delivery)
+            self._record(delivery, outcome)
+        except Exception:
+            log.exception("webhook delivery %s failed unexpectedly", delivery.identifier)
+        finally:
+            with self._idle:
+                self._in_flight[delivery.client_identifier] -= 1
+                self._idle.notify_all()
+            self._wake.set()  # a slot is free: look for more at once
+
+    def _attempt(self, delivery: Delivery) -> Outcome:
+        config = self._store.settings(delivery.client_identifier)
+        if config.webhook_secret is None:
+            return Outcome(False, False, "the client has no webhook secret")
+        return send(
+            delivery,
+            config.webhook_secret,
+            deadline=self._settings.webhook_timeout,
+            allow_private=self._settings.notify_allow_private,
+            allowed_hosts=config.allowed_hosts,
+        )
+
+    def _record(self, delivery: Delivery, outcome: Outcome) -> None:
+        if outcome.ok:
+            self._store.delivered(delivery)
+            return
+        made = delivery.attempts + 1
+        log.warning(
+            "webhook delivery %s (%s) to webhook %s failed, attempt %d of %d: %s",
+            delivery.identifier,
+            delivery.event,
+            delivery.webhook_identifier,
+            made,
+            self._settings.webhook_attempts,
+            outcome.detail,
+        )
+        if outcome.retry and made < self._settings.webhook_attempts:
+            self._store.failed(delivery, retry_pause(self._settings.webhook_backoff, made))
+        else:
+            self._store.failed(delivery, None)
+
+
+def start_dispatcher(services: DispatcherServices) -> Dispatcher:
+    """The app's :data:`pps.platform.services.DispatcherFactory`."""
+    return Dispatcher(services.integrations, services.settings)

@@ -1,0 +1,309 @@
+"""Remote ACL: for a draft with ``remoteAcl``, pps asks the shop (a real HTTP server on
+127.0.0.1 run here) before opening it in the editor, saving, finishing and handing out
+its files, with the request shape the PHP SDK's ``src/Acl/Handler.php`` answers, and
+obeys ``allowAction``; a shop that denies, is down or is slow gets a 403 (an HTML page in
+the editor, JSON for file endpoints)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from conftest import free_port
+from flask import Flask
+from flask.testing import FlaskClient
+from joserfc import jwt
+from joserfc.jwk import OctKey
+from joserfc.jws import JWSRegistry
+from processing_support import card_draft, card_template
+
+from app import create_app
+from pps.acl.remote import ACTIONS, ask
+from pps.platform.models import Client, Draft
+from pps.platform.repository.tables import drafts
+
+ACL_TIMEOUT = 0.5
+
+
+class Shop:
+    """The shop's ACL endpoint: answers like ``Acl\\Handler`` with the actions in ``allow``
+    allowed, after ``delay`` seconds."""
+
+    def __init__(self, allow: set[str], delay: float = 0.0) -> None:
+        self.allow = allow
+        self.delay = delay
+        self.questions: list[dict[str, Any]] = []
+        shop = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                shop.questions.append(json.loads(json.dumps(body)))
+                time.sleep(shop.delay)
+                actions = body["actions"]
+                for action in actions:
+                    action["allowAction"] = action["action"] in shop.allow
+                data = json.dumps(actions).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass  # pps gave up waiting
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/printformer/acl"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def acl_app(app_config: dict[str, Any]) -> Iterator[Flask]:
+    application = create_app({**app_config, "acl_timeout": ACL_TIMEOUT})
+    yield application
+    application.extensions["pps"].close()
+
+
+@pytest.fixture
+def setup(acl_app: Flask) -> tuple[Any, Client, Draft]:
+    services = acl_app.extensions["pps"]
+    client = services.repository.create_client("Shop")
+    draft = card_draft(services.repository, client, card_template(services.repository, client), "A")
+    with services.repository.engine.begin() as conn:
+        conn.execute(
+            drafts.update().where(drafts.c.draft_hash == draft.draft_hash).values(remote_acl=True)
+        )
+    return services, client, draft
+
+
+def sign(key: str, claims: dict[str, Any], header_jti: bool = False) -> str:
+    header: dict[str, Any] = {"alg": "HS256", "typ": "JWT"}
+    if header_jti:
+        header["jti"] = uuid.uuid4().hex
+    registry = JWSRegistry(algorithms=["HS256"], strict_check_header=False)
+    return jwt.encode(header, claims, OctKey.import_key(key), registry=registry)
+
+
+def log_in(browser: FlaskClient, client: Client, draft: Draft) -> None:
+    claims = {"client": client.identifier, "user": draft.user_identifier, "iat": time.time()}
+    response = browser.get("/auth", query_string={"jwt": sign(client.api_key, claims, True)})
+    assert response.status_code in (200, 302), response.get_data(as_text=True)
+
+
+def fetch_print(browser: FlaskClient, client: Client, draft: Draft) -> Any:
+    """As the Magento module asks for files: client, iat, exp."""
+    now = int(time.time())
+    token = sign(client.api_key, {"client": client.identifier, "iat": now, "exp": now + 300})
+    return browser.get(
+        f"/api-ext/files/draft/{draft.draft_hash}/print", query_string={"jwt": token}
+    )
+
+
+def test_the_question_has_the_sdk_handlers_shape() -> None:
+    shop = Shop(allow={"draft.save"})
+    try:
+        decision = ask(shop.url, "draft.save", user_identifier="U1", draft_hash="h" * 32, timeout=2)
+        assert decision.allowed
+        assert shop.questions == [
+            {
+                "actions": [
+                    {
+                        "action": "draft.save",
+                        "userIdentifier": "U1",
+                        "entityType": "draft",
+                        "entityIdentifier": "h" * 32,
+                    }
+                ]
+            }
+        ]
+        assert not ask(
+            shop.url, "draft.finish", user_identifier="U1", draft_hash="h", timeout=2
+        ).allowed
+    finally:
+        shop.close()
+    assert set(ACTIONS) == {"draft.editor.open", "draft.save", "draft.finish", "draft.files.fetch"}
+
+
+def test_allowed_actions_proceed(setup: tuple[Any, Client, Draft], acl_app: Flask) -> None:
+    services, client, draft = setup
+    shop = Shop(allow=set(ACTIONS))
+    try:
+        services.integrations.set_acl_url(client.identifier, shop.url)
+        browser = acl_app.test_client()
+        log_in(browser, client, draft)
+        page = browser.get(f"/editor/{draft.draft_hash}/edit")
+        assert page.status_code == 200
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+        assert token is not None
+        saved = browser.post(
+            f"/editor/{draft.draft_hash}/edit",
+            data={"csrf_token": token.group(1), "v:name": "Grace"},
+        )
+        assert saved.status_code == 303, saved.get_data(as_text=True)
+        finished = browser.post(
+            f"/editor/{draft.draft_hash}/finish",
+            data={"csrf_token": token.group(1), "v:name": "Grace"},
+        )
+        assert finished.status_code == 303
+        assert fetch_print(acl_app.test_client(), client, draft).status_code == 302
+        asked = [q["actions"][0]["action"] for q in shop.questions]
+        assert asked == [
+            "draft.editor.open",
+            "draft.save",
+            "draft.finish",
+            "draft.files.fetch",
+        ]
+        assert {q["actions"][0]["userIdentifier"] for q in shop.questions} == {
+            draft.user_identifier
+        }
+        assert (
+            services.repository.get_draft(client.identifier, draft.draft_hash).state == "finished"
+        )
+    finally:
+        shop.close()
+
+
+def test_denied_actions_are_403_and_change_nothing(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    services, client, draft = setup
+    shop = Shop(allow={"draft.editor.open"})
+    try:
+        services.integrations.set_acl_url(client.identifier, shop.url)
+        browser = acl_app.test_client()
+        log_in(browser, client, draft)
+        page = browser.get(f"/editor/{draft.draft_hash}/edit")
+        assert page.status_code == 200
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+        assert token is not None
+        saved = browser.post(
+            f"/editor/{draft.draft_hash}/edit",
+            data={"csrf_token": token.group(1), "v:name": "Mallory"},
+        )
+        assert saved.status_code == 403
+        assert saved.mimetype == "text/html"
+        assert "draft.save" in saved.get_data(as_text=True)
+        assert services.repository.get_draft(client.identifier, draft.draft_hash).values == {}
+        files = fetch_print(acl_app.test_client(), client, draft)
+        assert files.status_code == 403
+        body = files.get_json()
+        assert "draft.files.fetch" in body["message"] and "does not allow" in body["message"]
+        shop.allow = set()
+        opened = browser.get(f"/editor/{draft.draft_hash}/preview")
+        assert opened.status_code == 403 and opened.mimetype == "text/html"
+    finally:
+        shop.close()
+
+
+def test_a_shop_that_is_down_denies(setup: tuple[Any, Client, Draft], acl_app: Flask) -> None:
+    services, client, draft = setup
+    services.integrations.set_acl_url(client.identifier, f"http://127.0.0.1:{free_port()}/acl")
+    response = fetch_print(acl_app.test_client(), client, draft)
+    assert response.status_code == 403
+    assert "did not answer" in response.get_json()["message"]
+    browser = acl_app.test_client()
+    log_in(browser, client, draft)
+    page = browser.get(f"/editor/{draft.draft_hash}/edit")
+    assert page.status_code == 403 and "did not answer" in page.get_data(as_text=True)
+
+
+def test_a_slow_shop_denies_within_the_deadline(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    services, client, draft = setup
+    shop = Shop(allow=set(ACTIONS), delay=3.0)
+    try:
+        services.integrations.set_acl_url(client.identifier, shop.url)
+        started = time.monotonic()
+        response = fetch_print(acl_app.test_client(), client, draft)
+        elapsed = time.monotonic() - started
+        assert response.status_code == 403
+        assert "did not answer" in response.get_json()["message"]
+        assert elapsed < ACL_TIMEOUT + 1.0, elapsed
+    finally:
+        shop.close()
+
+
+def test_no_acl_url_denies_and_drafts_without_the_flag_are_not_asked(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    services, client, draft = setup
+    response = fetch_print(acl_app.test_client(), client, draft)
+    assert response.status_code == 403
+    assert "no access control URL" in response.get_json()["message"]
+    plain = card_draft(
+        services.repository,
+        client,
+        services.repository.get_template(client.identifier, draft.template_identifier),
+        "B",
+    )
+    shop = Shop(allow=set())
+    try:
+        services.integrations.set_acl_url(client.identifier, shop.url)
+        assert fetch_print(acl_app.test_client(), client, plain).status_code == 302
+        assert shop.questions == []
+    finally:
+        shop.close()
+
+
+def test_a_group_member_is_asked_about_as_themself(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    """A member of the draft's user group may edit it (pps.groups); the shop is asked about
+    the member who acts, not the draft's owner, and a denial stops the member too."""
+    services, client, draft = setup
+    repository = services.repository
+    group = repository.create_user_group(client.identifier)
+    repository.update_draft(
+        client.identifier, draft.draft_hash, user_group_identifier=group.identifier
+    )
+    member = repository.create_user(client.identifier, {"user_group_identifier": group.identifier})
+    assert member.user_group_identifier == group.identifier
+    shop = Shop(allow={"draft.editor.open"})
+    try:
+        services.integrations.set_acl_url(client.identifier, shop.url)
+        browser = acl_app.test_client()
+        claims = {"client": client.identifier, "user": member.identifier, "iat": time.time()}
+        response = browser.get("/auth", query_string={"jwt": sign(client.api_key, claims, True)})
+        assert response.status_code in (200, 302), response.get_data(as_text=True)
+        page = browser.get(f"/editor/{draft.draft_hash}/edit")
+        assert page.status_code == 200
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+        assert token is not None
+        saved = browser.post(
+            f"/editor/{draft.draft_hash}/edit",
+            data={"csrf_token": token.group(1), "v:name": "Member"},
+        )
+        assert saved.status_code == 403
+        assert repository.get_draft(client.identifier, draft.draft_hash).values == {}
+        assert [
+            (q["actions"][0]["action"], q["actions"][0]["userIdentifier"]) for q in shop.questions
+        ] == [
+            ("draft.editor.open", member.identifier),
+            ("draft.save", member.identifier),
+        ]
+    finally:
+        shop.close()

@@ -1,0 +1,132 @@
+"""``POST /api-ext/file``: what ``File\\Client::create`` sends (src/Client/File/Client.php:
+Guzzle multipart, one part ``file`` with contents and filename) and what ``File::fromArray``
+reads (``$data['identifier']``, a string, without a ``data`` wrapper: src/Client/File/File.php)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from api_support import assert_error
+from conftest import ApiClient
+from flask import Flask
+from openpyxl import Workbook
+from PIL import Image
+from vdata_support import multipart
+
+from pps.uploads.svg import sanitize_svg
+
+
+def png(width: int = 4, height: int = 4) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), "red").save(out, "PNG")
+    return out.getvalue()
+
+
+def xlsx() -> bytes:
+    workbook = Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.append(["Name"])
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+def upload(api: ApiClient, name: str, data: bytes) -> object:
+    return api.post("/api-ext/file", data=multipart(name, data), content_type="multipart/form-data")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "kind"),
+    [
+        ("logo.png", png(), "png"),
+        ("photo.jpg", None, "jpeg"),
+        ("data.csv", b"Name,City\nAda,London\n", "csv"),
+        ("data.xlsx", None, "xlsx"),
+        ("logo.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><rect width="1"/></svg>', "svg"),
+        ("misnamed.txt", png(), "png"),  # content decides, not the name
+    ],
+)
+def test_accepted_kinds(
+    app: Flask, api: ApiClient, name: str, data: bytes | None, kind: str
+) -> None:
+    if data is None and kind == "jpeg":
+        out = io.BytesIO()
+        Image.new("RGB", (4, 4)).save(out, "JPEG")
+        data = out.getvalue()
+    elif data is None:
+        data = xlsx()
+    response = upload(api, name, data)
+    assert response.status_code == 201, response.get_data(as_text=True)  # type: ignore[attr-defined]
+    body = response.get_json()  # type: ignore[attr-defined]
+    assert set(body) == {"identifier"} and isinstance(body["identifier"], str)
+    record = app.extensions["pps"].uploads.get(
+        app.extensions["pps"].repository.find_client_by_api_key(api.api_key).identifier,
+        body["identifier"],
+    )
+    assert record is not None and record.kind == kind
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, "PNG"),  # a PNG signature, broken inside
+        (b"MZ\x90\x00\x03" + bytes(range(256)), "not UTF-8"),
+        ("Name\nJosé\n".encode("latin-1"), "UTF-8"),
+        (b"<html><script>alert(1)</script></html>", "not an SVG"),
+        (b'<!DOCTYPE svg [<!ENTITY x "y">]><svg>&x;</svg>', "DTD"),
+        (b"", "empty"),
+    ],
+)
+def test_refused_with_a_reason(api: ApiClient, data: bytes, words: str) -> None:
+    error = assert_error(upload(api, "file.png", data), 422, "file")
+    assert words in error["message"], error
+
+
+def test_pixel_limit(app_config: dict[str, object]) -> None:
+    from pps.app import create_app
+
+    app = create_app({**app_config, "max_image_pixels": 100})
+    from conftest import ApiClient as Api
+
+    repo = app.extensions["pps"].repository
+    tenant = repo.create_client("Pixels")
+    error = assert_error(
+        upload(Api(app.test_client(), tenant.api_key), "big.png", png(20, 20)), 422, "file"
+    )
+    assert "pixels" in error["message"]
+    app.extensions["pps"].close()
+
+
+def test_missing_part_and_json(api: ApiClient) -> None:
+    assert_error(api.post("/api-ext/file", json={"file": "x"}), 422, "file")
+    assert_error(
+        api.post("/api-ext/file", data={"other": "x"}, content_type="multipart/form-data"),
+        422,
+        "file",
+    )
+
+
+def test_svg_is_stored_clean() -> None:
+    dirty = (
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        'onload="alert(1)"><script>alert(2)</script><style>@import url(http://x)</style>'
+        '<rect width="5" height="5" fill="url(http://evil/x)" onclick="x()"/>'
+        '<circle r="2" fill="url(#g)"/><image xlink:href="http://evil/p.png"/>'
+        '<use xlink:href="http://evil/s.svg#a"/><use xlink:href="#local"/>'
+        '<foreignObject><div>x</div></foreignObject><text x="1">Hi</text></svg>'
+    )
+    clean = sanitize_svg(dirty).decode()
+    for bad in (
+        "script",
+        "onload",
+        "onclick",
+        "@import",
+        "evil",
+        "image",
+        "foreignObject",
+        "style",
+    ):
+        assert bad not in clean, (bad, clean)
+    assert 'fill="url(#g)"' in clean and 'href="#local"' in clean and ">Hi<" in clean

@@ -1,0 +1,437 @@
+"""Webhooks: ``/api-ext/webhook`` as the PHP SDK calls it, signed deliveries verified with the
+``standardwebhooks`` package, retries and the ``status`` health, isolation between clients,
+and the address rules every outbound URL follows.
+
+Addresses off 127.0.0.0/8 and ::1 appear only in checks that refuse them before any
+connection is made; every receiver is a real HTTP server (or socket) on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from api_support import assert_error
+from conftest import ApiClient, free_port
+from flask import Flask
+from processing_support import card_draft, card_template, receiver
+from standardwebhooks import Webhook as StandardWebhook
+
+from app import create_app
+from pps.platform.ssrf import address_problem, check_url, post
+from pps.webhooks.events import DRAFT_CREATED, EVENTS, PROCESSING_STATE_CHANGED, emit
+
+URL = "/api-ext/webhook"
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def hook_app(app_config: dict[str, Any]) -> Iterator[Flask]:
+    application = create_app(
+        {
+            **app_config,
+            "worker_mode": "thread",
+            "webhook_poll": 0.05,
+            "webhook_timeout": 2.0,
+            "webhook_attempts": 3,
+            "webhook_backoff": 0.4,
+            "webhook_per_client": 2,
+            "webhook_concurrency": 4,
+        }
+    )
+    yield application
+    application.extensions["pps"].close()
+
+
+def shop(app: Flask, name: str) -> tuple[Any, ApiClient]:
+    services = app.extensions["pps"]
+    client = services.repository.create_client(name)
+    return client, ApiClient(app.test_client(), client.api_key)
+
+
+# -- the address rules (no request is sent) ----------------------------------------------
+
+REFUSED_ALWAYS = [
+    "0.0.0.0",  # noqa: S104
+    "0.1.2.3",
+    "169.254.169.254",
+    "192.0.0.1",
+    "192.0.0.9",
+    "192.0.0.170",
+    "192.0.2.1",
+    "192.31.196.1",
+    "192.52.193.1",
+    "192.88.99.1",
+    "192.175.48.1",
+    "198.18.0.1",
+    "198.19.255.254",
+    "198.51.100.1",
+    "203.0.113.1",
+    "224.0.0.1",
+    "239.255.255.250",
+    "240.0.0.1",
+    "255.255.255.255",
+    "::",
+    "::10.0.0.1",  # IPv4-compatible (deprecated)
+    "64:ff9b:1::a00:1",  # local-use translation
+    "100::1",
+    "100:0:0:1::1",
+    "2001::1",  # Teredo
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo around a public address
+    "2001:1::1",
+    "2001:2::1",
+    "2001:3::1",
+    "2001:4:112::1",
+    "2001:10::1",
+    "2001:20::1",
+    "2001:30::1",
+    "2001:db8::1",
+    "2620:4f:8000::1",
+    "3fff::1",
+    "5f00::1",
+    "fe80::1",
+    "fec0::1",
+    "ff02::1",
+    # Forms carrying an IPv4 address that is refused always.
+    "::ffff:169.254.169.254",
+    "2002:a9fe:a9fe::",  # 6to4 around 169.254.169.254
+    "64:ff9b::a9fe:a9fe",  # NAT64 around 169.254.169.254
+    "64:ff9b::c612:1",  # NAT64 around 198.18.0.1
+]
+
+RELAXABLE = [
+    "10.0.0.1",
+    "100.64.0.1",
+    "100.127.255.254",
+    "127.0.0.1",
+    "172.16.0.1",
+    "192.168.1.1",
+    "::1",
+    "fc00::1",
+    "fd12:3456::1",
+    "::ffff:10.0.0.1",
+    "::ffff:127.0.0.1",
+    "2002:c0a8:101::",  # 6to4 around 192.168.1.1
+    "2002:a00:1::",  # 6to4 around 10.0.0.1
+    "64:ff9b::a00:1",  # NAT64 around 10.0.0.1
+    "64:ff9b::6440:1",  # NAT64 around 100.64.0.1
+]
+
+PUBLIC = ["93.184.216.34", "8.8.8.8", "2606:2800:220:1:248:1893:25c8:1946", "64:ff9b::808:808"]
+
+
+@pytest.mark.parametrize("address", REFUSED_ALWAYS)
+def test_special_purpose_addresses_are_refused_even_with_private_allowed(address: str) -> None:
+    ip = ipaddress.ip_address(address)
+    assert address_problem(ip, allow_private=False) is not None
+    assert address_problem(ip, allow_private=True) is not None
+
+
+@pytest.mark.parametrize("address", RELAXABLE)
+def test_private_and_loopback_ranges_only_with_the_setting(address: str) -> None:
+    ip = ipaddress.ip_address(address)
+    assert address_problem(ip, allow_private=False) is not None
+    assert address_problem(ip, allow_private=True) is None
+
+
+@pytest.mark.parametrize("address", PUBLIC)
+def test_public_addresses_are_allowed(address: str) -> None:
+    assert address_problem(ipaddress.ip_address(address), allow_private=False) is None
+
+
+def test_allowed_hosts_lift_the_private_rule_for_those_names_only() -> None:
+    check_url("http://10.1.2.3/hook", allow_private=False, allowed_hosts=("10.1.2.3",))
+    check_url("http://localhost/hook", allow_private=False, allowed_hosts=("localhost",))
+    with pytest.raises(ValueError, match="private"):
+        check_url("http://10.1.2.4/hook", allow_private=False, allowed_hosts=("10.1.2.3",))
+    # Never the always-refused ranges, whatever the allow-list says.
+    with pytest.raises(ValueError, match="link-local"):
+        check_url(
+            "http://169.254.169.254/", allow_private=False, allowed_hosts=("169.254.169.254",)
+        )
+
+
+def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:
+    """The deadline bounds the whole request, not each read: one byte every 0.2 s would
+    pass any per-read timeout forever."""
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def trickle() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                while not stop.is_set():
+                    try:
+                        conn.sendall(b"X-Slow: a\r\n")
+                    except OSError:
+                        return
+                    time.sleep(0.2)
+
+        thread = threading.Thread(target=trickle, daemon=True)
+        thread.start()
+        started = time.monotonic()
+        with pytest.raises(Exception, match="timed out"):
+            post(f"http://127.0.0.1:{port}/", b"{}", {}, deadline=1.0, allow_private=True)
+        elapsed = time.monotonic() - started
+        stop.set()
+        thread.join(5)
+    assert 0.9 < elapsed < 2.0
+
+
+# -- the resource, as the SDK calls it ---------------------------------------------------
+
+
+def test_create_show_list_delete_as_the_sdk_reads_them(hook_app: Flask) -> None:
+    """``src/Client/WebHook/Client.php`` (ResourceClient: POST/GET ``webhook``, ``data``
+    wrapper), ``WebHook::fromArray`` (identifier, event, url: strings; status: int),
+    ``DestroysResources`` (DELETE is exactly 204), ``ListsResources`` (data + meta)."""
+    _, api = shop(hook_app, "Shop A")
+    _, other = shop(hook_app, "Shop B")
+    with receiver() as hook:
+        created = api.post(URL, json={"event": "draft.created", "url": hook.url})
+        assert created.status_code == 201, created.get_json()
+        data = created.get_json()["data"]
+        assert isinstance(data["identifier"], str) and data["identifier"]
+        assert (data["event"], data["url"], data["status"]) == ("draft.created", hook.url, 0)
+        assert type(data["status"]) is int
+        assert data["secret"].startswith("whsec_")
+        second = api.post(URL, json={"event": "draft.finished", "url": hook.url})
+        assert second.status_code == 201
+        assert "secret" not in second.get_json()["data"]  # shown once per client
+        shown = api.get(f"{URL}/{data['identifier']}")
+        assert shown.status_code == 200
+        assert shown.get_json() == {
+            "data": {
+                "identifier": data["identifier"],
+                "event": "draft.created",
+                "url": hook.url,
+                "status": 0,
+            }
+        }
+        listed = api.get(URL, query_string={"page": 1, "per_page": 1}).get_json()
+        assert [item["identifier"] for item in listed["data"]] == [data["identifier"]]
+        assert listed["meta"] == {"currentPage": 1, "lastPage": 2, "perPage": 1, "total": 2}
+        assert_error(other.get(f"{URL}/{data['identifier']}"), 404)
+        assert_error(other.delete(f"{URL}/{data['identifier']}"), 404)
+        deleted = api.delete(f"{URL}/{data['identifier']}")
+        assert deleted.status_code == 204 and deleted.data == b""
+        assert_error(api.get(f"{URL}/{data['identifier']}"), 404)
+
+
+def test_bad_events_and_forbidden_urls_are_422(hook_app: Flask) -> None:
+    _, api = shop(hook_app, "Shop A")
+    body = assert_error(
+        api.post(URL, json={"event": "draft.eaten", "url": "http://127.0.0.1/"}), 422
+    )
+    assert "event" in body["errors"]
+    body = assert_error(
+        api.post(URL, json={"event": "draft.created", "url": "http://169.254.169.254/latest"}),
+        422,
+    )
+    assert "link-local" in body["errors"]["url"][0]
+    body = assert_error(api.post(URL, json={"event": "draft.created", "url": "ftp://x/"}), 422)
+    assert "url" in body["errors"]
+    body = assert_error(api.post(URL, json={"event": "draft.created"}), 422)
+    assert "url" in body["errors"]
+    assert set(EVENTS) >= {
+        "draft.created",
+        "draft.updated",
+        "draft.finished",
+        "review.closed",
+        "processing.state_changed",
+    }
+
+
+# -- deliveries ----------------------------------------------------------------------------
+
+
+def test_deliveries_are_signed_as_standard_webhooks_verify_them(hook_app: Flask) -> None:
+    services = hook_app.extensions["pps"]
+    client, api = shop(hook_app, "Shop A")
+    template = card_template(services.repository, client)
+    user = services.repository.create_user(client.identifier, {})
+    with receiver() as hook:
+        created = api.post(URL, json={"event": "draft.created", "url": hook.url}).get_json()
+        secret = created["data"]["secret"]
+        answer = api.post(
+            "/api-ext/draft",
+            json={"templateIdentifier": template.identifier, "userIdentifier": user.identifier},
+        )
+        assert answer.status_code == 201
+        draft_hash = answer.get_json()["data"]["draftHash"]
+        wait_until(lambda: hook.requests)
+        (request,) = hook.requests
+        payload = StandardWebhook(secret).verify(request.body, request.headers)
+        assert payload["type"] == "draft.created"
+        assert payload["data"]["draftHash"] == draft_hash
+        assert payload["data"]["userIdentifier"] == user.identifier
+        assert request.headers["webhook-id"].startswith("msg_")
+        # Another secret, or a changed body, does not verify.
+        with pytest.raises(Exception, match="signature"):
+            StandardWebhook("whsec_" + "A" * 43 + "=").verify(request.body, request.headers)
+        with pytest.raises(Exception, match="signature"):
+            StandardWebhook(secret).verify(
+                request.body.replace(b"draft", b"dRaft"), request.headers
+            )
+
+
+def test_a_failing_receiver_is_retried_and_status_goes_degraded_broken_and_back(
+    hook_app: Flask,
+) -> None:
+    services = hook_app.extensions["pps"]
+    client, api = shop(hook_app, "Shop A")
+    seen: list[int] = []
+    with receiver(503) as hook:
+        identifier = api.post(URL, json={"event": "draft.updated", "url": hook.url}).get_json()[
+            "data"
+        ]["identifier"]
+
+        def status() -> int:
+            value = int(api.get(f"{URL}/{identifier}").get_json()["data"]["status"])
+            if not seen or seen[-1] != value:
+                seen.append(value)
+            return value
+
+        status()
+        emit(services, client.identifier, "draft.updated", {"n": 1})
+        wait_until(lambda: status() == 2)
+        # PPS_WEBHOOK_ATTEMPTS (3) tries of the same message, then it is given up.
+        assert len(hook.requests) == 3
+        assert len({r.headers["webhook-id"] for r in hook.requests}) == 1
+        assert services.integrations.pending(client.identifier) == 0
+        hook.status = 204
+        emit(services, client.identifier, "draft.updated", {"n": 2})
+        wait_until(lambda: status() == 0)
+        assert hook.requests[-1].json()["data"] == {"n": 2}
+    assert seen == [0, 1, 2, 0]
+
+
+def test_a_receiver_that_is_down_is_retried_with_backoff(hook_app: Flask) -> None:
+    services = hook_app.extensions["pps"]
+    client, api = shop(hook_app, "Shop A")
+    port = free_port()  # nothing listens: every connection is refused
+    url = f"http://127.0.0.1:{port}/hook"
+    identifier = api.post(URL, json={"event": "draft.updated", "url": url}).get_json()["data"][
+        "identifier"
+    ]
+    started = time.monotonic()
+    emit(services, client.identifier, "draft.updated", {"n": 1})
+    wait_until(lambda: api.get(f"{URL}/{identifier}").get_json()["data"]["status"] == 1)
+    wait_until(lambda: api.get(f"{URL}/{identifier}").get_json()["data"]["status"] == 2)
+    # Pauses of 0.4 s and 0.8 s (PPS_WEBHOOK_BACKOFF doubling) lie between the 3 attempts.
+    assert time.monotonic() - started >= 1.2
+    assert services.integrations.pending(client.identifier) == 0
+
+
+class Hanging:
+    """A receiver that accepts connections and never answers."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.accepted: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/slow"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self.thread.join(5)
+        for conn in self.accepted:
+            conn.close()
+
+
+def test_a_slow_receiver_of_one_client_does_not_delay_another_clients_deliveries_or_jobs(
+    hook_app: Flask,
+) -> None:
+    services = hook_app.extensions["pps"]
+    slow_client, slow_api = shop(hook_app, "Slow shop")
+    fast_client, fast_api = shop(hook_app, "Fast shop")
+    template = card_template(services.repository, fast_client)
+    draft = card_draft(services.repository, fast_client, template, "Ada")
+    hanging = Hanging()
+    try:
+        with receiver() as fast_hook:
+            for event in (DRAFT_CREATED, PROCESSING_STATE_CHANGED):
+                assert (
+                    slow_api.post(URL, json={"event": event, "url": hanging.url}).status_code == 201
+                )
+            fast_api.post(URL, json={"event": DRAFT_CREATED, "url": fast_hook.url})
+            # The slow client's backlog: more deliveries than every slot of the dispatcher.
+            for n in range(10):
+                emit(services, slow_client.identifier, DRAFT_CREATED, {"n": n})
+            wait_until(lambda: len(hanging.accepted) >= 2)
+            started = time.monotonic()
+            emit(services, fast_client.identifier, DRAFT_CREATED, {"fast": True})
+            wait_until(lambda: fast_hook.requests, timeout=5)
+            fast_delivery = time.monotonic() - started
+            # The slow client holds its 2 slots (PPS_WEBHOOK_PER_CLIENT) for the 2 s deadline.
+            assert fast_delivery < 0.5, fast_delivery
+            assert len(hanging.accepted) == 2
+            # A batch job of the fast client, while the slow one's deliveries still hang.
+            started = time.monotonic()
+            created = fast_api.post(
+                "/api-ext/pdf-processing", json={"draftIds": [draft.draft_hash]}
+            )
+            assert created.status_code == 201
+            processing_id = created.get_json()["processingId"]
+
+            def done() -> bool:
+                body = fast_api.get(f"/api-ext/pdf-processing/{processing_id}").get_json()
+                return body["draftStates"][0]["state"] == "processed"
+
+            wait_until(done, timeout=10)
+            job_time = time.monotonic() - started
+            assert job_time < 1.5, job_time
+            # Still hanging: the slow receiver was not what the others waited for.
+            assert services.integrations.pending(slow_client.identifier) >= 8
+    finally:
+        hanging.close()
+
+
+def test_deliveries_survive_in_the_outbox_for_another_dispatcher(hook_app: Flask) -> None:
+    """Events queued where no dispatcher runs (an RQ work horse) are delivered by any
+    process that runs one."""
+    services = hook_app.extensions["pps"]
+    client, api = shop(hook_app, "Shop A")
+    with receiver() as hook:
+        api.post(URL, json={"event": PROCESSING_STATE_CHANGED, "url": hook.url})
+        queued = services.integrations.enqueue(
+            client.identifier, PROCESSING_STATE_CHANGED, {"a": 1}
+        )
+        assert queued == 1
+        assert services.dispatcher() is not None  # started: it polls the outbox
+        wait_until(lambda: hook.requests)
+        assert hook.requests[0].json()["data"] == {"a": 1}
