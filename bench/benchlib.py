@@ -137,7 +137,7 @@ def spawned(
 
 @contextmanager
 def redis_server(workdir: Path, *, transport: str = "tcp") -> Iterator[str]:
-    """A throw-away redis-server, persisted as README's Deployment asks; yields its URL.
+    """A throw-away redis-server, persisted as docs/deployment.md asks; yields its URL.
 
     It keeps every nonce as production must (``appendonly yes``, fsync every second, and
     ``noeviction``), so the benchmarks pay the append-only file's writes as a deployment

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 __all__ = ["IMAGE_STEPS", "stepped"]
 
-#: Pixel lengths of an image's longer side, as the README's Files section lists them.
+#: Pixel lengths of an image's longer side, as docs/files.md lists them.
 IMAGE_STEPS: tuple[int, ...] = (160, 320, 480, 640, 960, 1280, 1600, 2048)
 
 

@@ -1,6 +1,6 @@
 """Every setting of pps, read from ``PPS_*`` environment variables in one place.
 
-The README has a table of them; keep the two in step.
+docs/settings.md has a table of them; keep the two in step.
 """
 
 from __future__ import annotations
