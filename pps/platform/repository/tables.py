@@ -15,6 +15,18 @@ metadata = sa.MetaData(
 
 Timestamp = sa.DateTime(timezone=True)
 
+
+def owning_client() -> sa.Column[str]:
+    """The tenant a row belongs to: every lookup filters by it; rows go with their client."""
+    return sa.Column(
+        "client_identifier",
+        sa.String(64),
+        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    )
+
+
 clients = sa.Table(
     "clients",
     metadata,
@@ -34,13 +46,7 @@ user_groups = sa.Table(
     "user_groups",
     metadata,
     sa.Column("identifier", sa.String(64), primary_key=True),
-    sa.Column(
-        "client_identifier",
-        sa.String(64),
-        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    owning_client(),
     sa.Column("created_at", Timestamp, nullable=False),
 )
 
@@ -48,13 +54,7 @@ users = sa.Table(
     "users",
     metadata,
     sa.Column("identifier", sa.String(64), primary_key=True),
-    sa.Column(
-        "client_identifier",
-        sa.String(64),
-        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    owning_client(),
     sa.Column("locale", sa.String(16)),
     sa.Column("salutation", sa.String(50)),
     sa.Column("title", sa.String(100)),
@@ -153,13 +153,7 @@ processings = sa.Table(
     "processings",
     metadata,
     sa.Column("processing_id", sa.String(32), primary_key=True),
-    sa.Column(
-        "client_identifier",
-        sa.String(64),
-        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    owning_client(),
     sa.Column("notify_url", sa.Text, nullable=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
@@ -190,13 +184,7 @@ uploads = sa.Table(
     "uploads",
     metadata,
     sa.Column("identifier", sa.String(64), primary_key=True),
-    sa.Column(
-        "client_identifier",
-        sa.String(64),
-        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    owning_client(),
     sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("name", sa.String(255), nullable=False),
     sa.Column("size", sa.BigInteger, nullable=False),
@@ -286,13 +274,7 @@ reviews = sa.Table(
     "reviews",
     metadata,
     sa.Column("review_id", sa.String(32), primary_key=True),
-    sa.Column(
-        "client_identifier",
-        sa.String(64),
-        sa.ForeignKey("clients.identifier", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
+    owning_client(),
     # A review goes with its draft.
     sa.Column(
         "draft_hash",
