@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from conftest import free_port, missing_service, wait_for_port
-from server_support import call, shop_token
+from conftest import TEST_SECRET_KEY, free_port, missing_service, wait_for_port
+from server_support import call, server_env, shop_token, start_gunicorn, stop
 
+from app import create_app
 from pps.files.keys import draft_file_key
 from pps.platform.repository.sql import SqlRepository, upgrade_database
 from pps.platform.storage import open_storage
@@ -408,3 +409,48 @@ def http_caller(port: int) -> Caller:
         return Answer(reply.status, names, reply.body, seconds)
 
     return http_call
+
+
+@contextlib.contextmanager
+def serving(
+    mode: str,
+    tmp_path: Path,
+    database_url: str,
+    redis_process: RedisProcess,
+    *,
+    config: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Service]:
+    """pps on ``database_url`` and ``redis_process`` with a shop arranged in it, called
+    through the Flask test client (``mode`` "flask") or a real one-worker gunicorn
+    ("gunicorn", whose log must show no worker timeout when it stops)."""
+    instance = tmp_path / "instance"
+    shop = arrange_shop(database_url, instance / "files")
+    if mode == "flask":
+        app = create_app(
+            {
+                "instance_path": instance,
+                "database_url": database_url,
+                "redis_url": redis_process.url,
+                "secret_key": TEST_SECRET_KEY,
+                "base_url": "http://localhost",
+                **(config or {}),
+            }
+        )
+        try:
+            yield Service(flask_caller(app), shop, redis_process, database_url)
+        finally:
+            app.extensions["pps"].close()
+        return
+    port = free_port()
+    server = {**server_env(port, instance, database_url, redis_process.url), **(env or {})}
+    log = tmp_path / "gunicorn.log"
+    proc = start_gunicorn(server, port, log, "--workers", "1")
+    # A first request loads what a worker loads once; not part of what is timed.
+    assert call(port, "GET", "/openapi.json").status == 200
+    try:
+        yield Service(http_caller(port), shop, redis_process, database_url)
+    finally:
+        stop(proc)
+    text = log.read_text()
+    assert "WORKER TIMEOUT" not in text, text

@@ -20,19 +20,14 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from conftest import TEST_SECRET_KEY, free_port
 from fault_support import (
     Answer,
     PostgresCluster,
     RedisProcess,
     Service,
-    arrange_shop,
-    flask_caller,
-    http_caller,
+    serving,
 )
-from server_support import call, server_env, start_gunicorn, stop
 
-from app import create_app
 from pps.platform.outages import DATABASE_DOWN, outage_message
 from pps.platform.repository.deadline import DeadlineExceeded
 from pps.platform.repository.sql import SqlRepository
@@ -61,38 +56,16 @@ def service(
         cluster.start()  # a test that failed half-way left it stopped
     redis_process = RedisProcess(tmp_path)
     database_url = cluster.create_database(f"pps_{secrets.token_hex(4)}")
-    instance = tmp_path / "instance"
-    shop = arrange_shop(database_url, instance / "files")
     try:
-        if request.param == "flask":
-            app = create_app(
-                {
-                    "instance_path": instance,
-                    "database_url": database_url,
-                    "redis_url": redis_process.url,
-                    "secret_key": TEST_SECRET_KEY,
-                    "base_url": "http://localhost",
-                    "client_cache_ttl": 0.0,
-                }
-            )
-            try:
-                yield Service(flask_caller(app), shop, redis_process, database_url)
-            finally:
-                app.extensions["pps"].close()
-        else:
-            port = free_port()
-            env = server_env(port, instance, database_url, redis_process.url)
-            env["PPS_CLIENT_CACHE_TTL"] = "0"
-            log = tmp_path / "gunicorn.log"
-            proc = start_gunicorn(env, port, log, "--workers", "1")
-            # A first request loads what a worker loads once; not part of what is timed.
-            assert call(port, "GET", "/openapi.json").status == 200
-            try:
-                yield Service(http_caller(port), shop, redis_process, database_url)
-            finally:
-                stop(proc)
-            text = log.read_text()
-            assert "WORKER TIMEOUT" not in text, text
+        with serving(
+            request.param,
+            tmp_path,
+            database_url,
+            redis_process,
+            config={"client_cache_ttl": 0.0},
+            env={"PPS_CLIENT_CACHE_TTL": "0"},
+        ) as service:
+            yield service
     finally:
         redis_process.close()
 

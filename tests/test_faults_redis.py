@@ -20,11 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SECRET_KEY, free_port
-from fault_support import Answer, RedisProcess, Service, arrange_shop, flask_caller, http_caller
-from server_support import call, server_env, start_gunicorn, stop
+from fault_support import Answer, RedisProcess, Service, serving
 
-from app import create_app
 from pps.platform.repository.sql import upgrade_database
 
 pytestmark = pytest.mark.slow
@@ -38,37 +35,11 @@ def service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Service]
     redis_process = RedisProcess(tmp_path)
     database_url = f"sqlite:///{tmp_path / 'pps.sqlite3'}"
     upgrade_database(database_url)
-    instance = tmp_path / "instance"
-    shop = arrange_shop(database_url, instance / "files")
     try:
-        if request.param == "flask":
-            app = create_app(
-                {
-                    "instance_path": instance,
-                    "database_url": database_url,
-                    "redis_url": redis_process.url,
-                    "secret_key": TEST_SECRET_KEY,
-                    "base_url": "http://localhost",
-                }
-            )
-            try:
-                yield Service(flask_caller(app), shop, redis_process, database_url)
-            finally:
-                app.extensions["pps"].close()
-        else:
-            port = free_port()
-            env = server_env(port, instance, database_url, redis_process.url)
-            env["PPS_THREADS"] = "4"
-            log = tmp_path / "gunicorn.log"
-            proc = start_gunicorn(env, port, log, "--workers", "1")
-            # A first request loads what a worker loads once; not part of what is timed.
-            assert call(port, "GET", "/openapi.json").status == 200
-            try:
-                yield Service(http_caller(port), shop, redis_process, database_url)
-            finally:
-                stop(proc)
-            text = log.read_text()
-            assert "WORKER TIMEOUT" not in text, text
+        with serving(
+            request.param, tmp_path, database_url, redis_process, env={"PPS_THREADS": "4"}
+        ) as service:
+            yield service
     finally:
         redis_process.close()
 
