@@ -161,7 +161,7 @@
 
     function showConflict(body) {
       conflict = { current: body.currentVersion };
-      conflictText.textContent = body.message || box.getAttribute("data-msg-conflict");
+      conflictText.textContent = body.message || box.getAttribute("data-msg-conflict-text");
       conflictBox.hidden = false;
       setState("conflict");
     }
@@ -171,6 +171,16 @@
       box.setAttribute("data-version", String(value));
       if (baseField) {
         baseField.value = String(value);
+      }
+    }
+
+    // The page header's "Status: ..." follows the saves.
+    function showDraftState(state) {
+      var shown = document.getElementById("draft-state");
+      var label = box.getAttribute("data-msg-state-" + state);
+      if (shown && label && shown.getAttribute("data-state") !== state) {
+        shown.setAttribute("data-state", state);
+        shown.textContent = label;
       }
     }
 
@@ -266,6 +276,7 @@
         } else {
           setState("saved");
         }
+        showDraftState(body.state);
         dispatch("pps:saved", { version: body.version });
         return { version: body.version };
       }
