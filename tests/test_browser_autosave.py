@@ -94,6 +94,11 @@ def test_typing_is_autosaved_kept_over_a_reload_and_undone_and_redone(
         after_typing["draftVersion"]
     )
     shot(page, "autosave-saved.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.locator("#autosave-status").is_visible()
+    shot(page, "autosave-phone.png")
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     # A reload of the tab: nothing lost, no warning (everything is saved).
     page.reload()

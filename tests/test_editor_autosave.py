@@ -503,3 +503,17 @@ def test_approving_a_proof_that_changed_meanwhile_is_a_conflict(
     assert base_version(page) == stored(repo, tenant, draft).version  # the current proof
     assert snapshot(repo) == before
     assert stored(repo, tenant, draft).proof_approved_at is None
+
+
+def test_the_new_strings_come_in_german_too(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft
+) -> None:
+    opened(client, tenant, user, draft)
+    page = html_lib.unescape(client.get(edit_url(draft, "locale=de")).get_data(as_text=True))
+    for text in ("Alle Änderungen gespeichert.", "Rückgängig", "Wiederholen", "Meine behalten"):
+        assert text in page, text
+    proof = html_lib.unescape(
+        client.get(f"/editor/{draft.draft_hash}/proof").get_data(as_text=True)
+    )
+    assert "Korrekturabzug prüfen" in proof
+    assert "Ich habe Rechtschreibung und Gestaltung jeder Seite geprüft." in proof

@@ -321,19 +321,19 @@
       return { entries: [], index: -1 };
     }
 
-    var history = loadHistory();
+    var undoHistory = loadHistory();
 
     function persist() {
       try {
-        window.sessionStorage.setItem(storageKey, JSON.stringify(history));
+        window.sessionStorage.setItem(storageKey, JSON.stringify(undoHistory));
       } catch (error) {
         // storage full or disabled: history lasts as long as the page
       }
     }
 
     function updateButtons() {
-      undoButton.disabled = !(history.index > 0 || historyTimer !== null);
-      redoButton.disabled = !(history.index < history.entries.length - 1);
+      undoButton.disabled = !(undoHistory.index > 0 || historyTimer !== null);
+      redoButton.disabled = !(undoHistory.index < undoHistory.entries.length - 1);
     }
 
     function commit() {
@@ -342,13 +342,13 @@
         historyTimer = null;
       }
       var snap = snapshot(false);
-      if (history.index < 0 || !same(history.entries[history.index], snap)) {
-        history.entries = history.entries.slice(0, history.index + 1);
-        history.entries.push(snap);
-        if (history.entries.length > HISTORY_LIMIT) {
-          history.entries.shift();
+      if (undoHistory.index < 0 || !same(undoHistory.entries[undoHistory.index], snap)) {
+        undoHistory.entries = undoHistory.entries.slice(0, undoHistory.index + 1);
+        undoHistory.entries.push(snap);
+        if (undoHistory.entries.length > HISTORY_LIMIT) {
+          undoHistory.entries.shift();
         }
-        history.index = history.entries.length - 1;
+        undoHistory.index = undoHistory.entries.length - 1;
         persist();
       }
       updateButtons();
@@ -397,12 +397,12 @@
       if (historyTimer !== null) {
         commit();
       }
-      if (history.index <= 0) {
+      if (undoHistory.index <= 0) {
         return;
       }
-      history.index -= 1;
+      undoHistory.index -= 1;
       persist();
-      apply(history.entries[history.index]);
+      apply(undoHistory.entries[undoHistory.index]);
       updateButtons();
     }
 
@@ -410,12 +410,12 @@
       if (historyTimer !== null) {
         commit();
       }
-      if (history.index >= history.entries.length - 1) {
+      if (undoHistory.index >= undoHistory.entries.length - 1) {
         return;
       }
-      history.index += 1;
+      undoHistory.index += 1;
       persist();
-      apply(history.entries[history.index]);
+      apply(undoHistory.entries[undoHistory.index]);
       updateButtons();
     }
 
