@@ -65,6 +65,8 @@ class ClientSettings:
     webhook_secret: str | None = None
     acl_url: str | None = None
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+    #: The editor's proof must be confirmed (a ticked checkbox) before Finish.
+    proof_required: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class SqlIntegrationStore:
             webhook_secret=row["webhook_secret"],
             acl_url=row["acl_url"],
             allowed_hosts=tuple(row["allowed_hosts"] or ()),
+            proof_required=bool(row["proof_required"]),
         )
 
     @staticmethod
@@ -157,6 +160,9 @@ class SqlIntegrationStore:
 
     def set_allowed_hosts(self, client: str, hosts: Sequence[str]) -> None:
         self._update(client, allowed_hosts=sorted(set(hosts)))
+
+    def set_proof_required(self, client: str, required: bool) -> None:
+        self._update(client, proof_required=required)
 
     def rotate_webhook_secret(self, client: str) -> str:
         secret = new_webhook_secret()

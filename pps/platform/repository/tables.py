@@ -138,6 +138,10 @@ drafts = sa.Table(
     sa.Column("variant_version", sa.Integer, nullable=True),
     sa.Column("available_variants", sa.JSON, nullable=True),
     sa.Column("theme", sa.String(64), nullable=True),
+    # The customer's proof approval in the editor (migration 0009): when, and the version
+    # the draft had once approved and finished.
+    sa.Column("proof_approved_at", Timestamp, nullable=True),
+    sa.Column("proof_approved_version", sa.Integer, nullable=True),
     sa.ForeignKeyConstraint(
         ["client_identifier", "template_identifier"],
         ["templates.client_identifier", "templates.identifier"],
@@ -224,6 +228,8 @@ client_settings = sa.Table(
     # Host names whose private addresses the client's notifications and webhooks may reach.
     sa.Column("allowed_hosts", sa.JSON, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # The editor's proof step must be confirmed before Finish (migration 0009).
+    sa.Column("proof_required", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 webhooks = sa.Table(
