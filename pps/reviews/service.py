@@ -37,6 +37,7 @@ from pps.webhooks.notifications import (
 
 __all__ = [
     "REVIEW_NOT_FOUND",
+    "DecisionRefused",
     "ReviewContext",
     "Reviews",
     "notify_in_background",
@@ -65,6 +66,16 @@ def notify_in_background(svc: Services) -> Sender:
         notify(svc, client, kind, url, payload, topic)
 
     return send
+
+
+class DecisionRefused(ValidationFailed):
+    """A rule of the review refused the change (422); ``code`` and ``params`` let the
+    reviewer's page say so in the reader's language."""
+
+    def __init__(self, rule: ReviewRuleBroken) -> None:
+        super().__init__(str(rule), errors={"decision": [str(rule)]})
+        self.code = rule.code
+        self.params = rule.params
 
 
 @dataclass(frozen=True)
@@ -240,7 +251,7 @@ class Reviews:
             except ReviewClosed as exc:
                 raise Conflict(str(exc)) from None
             except ReviewRuleBroken as exc:
-                raise ValidationFailed(str(exc), errors={"decision": [str(exc)]}) from None
+                raise DecisionRefused(exc) from None
             if changed is review:
                 return review
             try:
