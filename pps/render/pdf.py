@@ -39,7 +39,6 @@ from pps.render.model import (
     TemplateSpec,
     TextElement,
 )
-from pps.render.stream import PageStream
 
 __all__ = ["LOW_RES_DPI", "render_low_res_pdf", "render_print_pdf", "render_records_pdf"]
 
@@ -93,11 +92,9 @@ def render_records_pdf(
     record order, written to ``out``; returns the number of records.
 
     One reportlab canvas takes every record as it comes (``records`` may be a generator
-    over a database cursor) and each page goes to ``out`` as soon as it is drawn
-    (:class:`pps.render.stream.PageStream`), so memory stays flat however many records
-    there are, and each font is embedded (subset) once per document instead of once per
-    record. (Templates with PDF artwork, which pikepdf lays under the pages afterwards,
-    keep every page until the end: their memory grows with the records.) Layouts and
+    over a database cursor), so memory grows only by the compressed page streams (reportlab
+    keeps a document's pages until it is saved, about 20 KB per business card), and each
+    font is embedded (subset) once per document instead of once per record. Layouts and
     QR matrices that repeat are served from :mod:`pps.render.layout`'s caches. A record
     that cannot be drawn raises :class:`InvalidValues` with its keys named
     ``row <n>.<DataKey>`` (records counted from 1).
@@ -106,15 +103,8 @@ def render_records_pdf(
     loader = as_loader(assets)
     pages = range(len(spec.pages))
     count = 0
-    artwork = any(isinstance(page.background, PdfBackground) for page in spec.pages)
     with RENDER_LOCK:
         composer = _Composer(spec, loader, Prepared(texts={}, qrs={}), mode)
-        if not artwork:
-            canvas = composer.open(BytesIO())
-            stream = PageStream(canvas, out)
-            count = _draw_records(composer, canvas, spec, records, loader, pages)
-            stream.close()
-            return count
         # The canvas spools to disk past a few MB, so a long run does not hold the file twice.
         with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024) as spool:
             canvas = composer.open(spool)
