@@ -303,3 +303,20 @@ def test_preview_reports_its_render_time(
     )
     assert set(timing) == {"check", "wait", "render"}
     assert 0 < float(timing["render"]) < 10_000
+
+
+def test_the_script_gets_its_preview_as_jpeg_others_as_png(
+    app: Flask, client: FlaskClient, api: ApiClient, tenant: Client, user: User
+) -> None:
+    template = import_example(app, tenant, "business-card")
+    draft_hash = create_draft(api, user, template)
+    log_in(client, tenant, user)
+    _, token = open_editor(client, f"/editor/{draft_hash}/edit")
+    url = f"/editor/{draft_hash}/page/0.png?width=960"
+    accept = "image/jpeg, image/png;q=0.9, application/json;q=0.8"  # what editor.js sends
+    jpeg = client.post(url, data=form(token, name="Ada"), headers={"Accept": accept})
+    assert jpeg.status_code == 200 and jpeg.mimetype == "image/jpeg"
+    assert jpeg.data.startswith(b"\xff\xd8\xff")
+    png = client.post(url, data=form(token, name="Ada"))
+    assert png.mimetype == "image/png" and png.data.startswith(PNG)
+    assert _png_size(png.data) == (960, 621)
