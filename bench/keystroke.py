@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -86,7 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def percentile(values: list[float], share: float) -> float:
     """Nearest-rank percentile (no interpolation: a p95 of 60 values is the 57th)."""
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(share * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(share * len(ordered) - 1e-9)))
     return ordered[rank - 1]
 
 
