@@ -320,3 +320,19 @@ def test_the_script_gets_its_preview_as_jpeg_others_as_png(
     png = client.post(url, data=form(token, name="Ada"))
     assert png.mimetype == "image/png" and png.data.startswith(PNG)
     assert _png_size(png.data) == (960, 621)
+
+
+def test_the_pdf_behind_a_page_image_is_left_uncompressed_and_draws_the_same() -> None:
+    """Deflating a PDF that only pdfium reads, in this process, took over half of the
+    composing time of a live preview; the print PDF stays compressed."""
+    from pps.render import DirectoryAssets, render_file
+    from pps.render.assets import as_loader
+    from pps.render.pdf import render_page_pdf
+
+    folder = EXAMPLES / "business-card"
+    spec = example_spec("business-card")
+    values = {"name": "Zoë Example"}
+    page_pdf = render_page_pdf(spec, values, as_loader(DirectoryAssets(folder)), 0)
+    assert b"/FlateDecode" not in page_pdf
+    printed, _ = render_file("print", spec, values, DirectoryAssets(folder))
+    assert b"/FlateDecode" in printed
