@@ -173,6 +173,9 @@ def test_click_a_text_on_the_card_type_and_the_preview_follows(desktop: Any, sho
     assert inplace.is_visible()
     assert inplace.evaluate("el => el === document.activeElement")
     assert inplace.input_value() == "Alex Example"
+    assert page.locator("#preview-status").inner_text() == (
+        "Editing “name”. Enter or Escape returns to the card."
+    )
     page.keyboard.press("Control+A")
     page.keyboard.type("Grace Hopper", delay=20)
     assert page.locator("#f-0").input_value() == "Grace Hopper"

@@ -320,6 +320,7 @@
       input.setSelectionRange(end, end);
       highlight(field.id);
       changeScope(field);
+      say(message("editing").replace("{key}", labelOf(field)));
     }
 
     function setUpHotspots() {
