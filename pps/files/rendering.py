@@ -337,11 +337,15 @@ def render_draft_values_image(
     page: int,
     width: int,
     policy: RenderPolicy = _DEFAULT_POLICY,
+    allow_missing: bool = False,
 ) -> StoredFile:
     """A page of the draft rendered from ``values`` (what the editor shows), cached.
 
     The key holds the draft's version and a digest of the values, so showing the same
     draft again is a storage lookup even when its stored values are not plain text.
+    ``allow_missing`` draws required values that are empty as empty (the editor shows every
+    page while the customer has not filled them in yet); the same values render the same
+    bytes either way or not at all, so the key does not need it.
     """
     _check_page(spec, page)
     size = image_size(spec, width, None)
@@ -358,7 +362,9 @@ def render_draft_values_image(
 
     def make() -> bytes:
         assets = draft_assets(storage, draft, template, max_pixels=policy.max_pixels)
-        body, _ = render_file("image", spec, values, assets, page=page, width=width)
+        body, _ = render_file(
+            "image", spec, values, assets, page=page, width=width, allow_missing=allow_missing
+        )
         return body
 
     return _cached(storage, key, make, policy)

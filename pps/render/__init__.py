@@ -26,7 +26,7 @@ from pps.render.model import Field, TemplateSpec
 from pps.render.parsing import parse_spec
 from pps.render.pdf import render_low_res_pdf, render_print_pdf
 from pps.render.problems import Code, Problem
-from pps.render.raster import MAX_PIXELS, image_size, render_png
+from pps.render.raster import MAX_PIXELS, image_size, render_page_image, render_png
 
 __all__ = [
     "BUILTIN_FONTS",
@@ -52,6 +52,7 @@ __all__ = [
     "parse_spec",
     "render_file",
     "render_low_res_pdf",
+    "render_page_image",
     "render_png",
     "render_print_pdf",
     "validate_values",

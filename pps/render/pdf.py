@@ -57,6 +57,9 @@ class _Mode:
     bleed: bool  # MediaBox = trim + bleed (print); else MediaBox = trim
     crop_marks: bool
     low_res: bool
+    #: Deflate the content streams and fonts. A PDF that is only rasterized in this process
+    #: never travels: compressing it would take more than half of its composing time.
+    compress: bool = True
 
 
 @dataclass(frozen=True)
@@ -155,8 +158,9 @@ def render_page_pdf(
     *,
     allow_missing: bool = False,
 ) -> bytes:
-    """One page at trim size with full-resolution content: what PNGs are rasterized from."""
-    mode = _Mode(bleed=False, crop_marks=False, low_res=False)
+    """One page at trim size with full-resolution content: what PNGs are rasterized from
+    (uncompressed: it is read once, by pdfium, in this process)."""
+    mode = _Mode(bleed=False, crop_marks=False, low_res=False, compress=False)
     return compose(spec, values, loader, [page], mode, allow_missing=allow_missing)
 
 
@@ -209,7 +213,7 @@ class _Composer:
         canvas = Canvas(
             out,
             invariant=True,
-            pageCompression=1,
+            pageCompression=1 if self.mode.compress else 0,
             initialFontName=initial,  # type: ignore[arg-type]  # the stubs say float: a typo
         )
         canvas.setTitle(self.spec.name)
