@@ -17,11 +17,14 @@ from pps.api.schemas import (
     DraftUpdateInput,
     draft_flags,
 )
+from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.files.sweep import delete_draft_files
 from pps.files.uploaded import upload_key
 from pps.platform.errors import NotFound, ValidationFailed
-from pps.platform.models import Draft
+from pps.platform.models import Draft, Template
 from pps.preflight import preflight_and_store
+from pps.render.problems import english
+from pps.uploads.images import media_problems
 from pps.variants.options import check_group, new_draft_options, variant_change
 from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
@@ -30,6 +33,23 @@ blp = resource("drafts", "Draft")
 DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
 #: ``POST /draft/claim`` answers a map, not a resource: draft hash -> claimed.
 CLAIM_RESULT = {"type": "object", "additionalProperties": {"type": "boolean"}}
+
+
+def _media_errors(template: Template | None, values: Any) -> dict[str, list[str]]:
+    """Image values naming an upload this client does not have, or choices off the list:
+    refused before anything is stored (see docs/templates.md)."""
+    if template is None or not isinstance(values, dict) or not values:
+        return {}
+    try:
+        spec = template_spec(template)
+    except TemplateNotRenderable:
+        return {}  # preflight reports the template itself
+    svc = services()
+    found = media_problems(spec, values, svc.storage, svc.uploads, current_client().identifier)
+    return {
+        f"apiDefaultValues.{key}": [english(problem) for problem in problems]
+        for key, problems in found.items()
+    }
 
 
 def _found(record: Draft | None) -> Draft:
@@ -75,6 +95,7 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         options = new_draft_options(repository, client, user, template, data)
     except ValidationFailed as exc:
         errors.update(exc.errors)
+    errors.update(_media_errors(template, data["apiDefaultValues"]))
     if errors:
         raise ValidationFailed(errors=errors)
     record = repository.create_draft(
@@ -181,6 +202,9 @@ def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         check_group(repository, client, group)
     template = repository.get_template(client, draft.template_identifier)
     change = variant_change(template, draft, data.get("variant"), data.get("version"))
+    media = _media_errors(template, data.get("apiDefaultValues"))
+    if media:
+        raise ValidationFailed(errors=media)
     record = _found(
         repository.update_draft(
             client,

@@ -30,6 +30,7 @@ from pps.acl import remote as acl
 from pps.auth.callbacks import CALLBACK_PARAMS, editor_callbacks
 from pps.auth.web import SESSION_EDITOR, logged_in_as
 from pps.editor.csrf import check_csrf, csrf_token
+from pps.editor.media_hooks import media_problems, submitted_variant
 from pps.editor.model import (
     Exit,
     editor_fields,
@@ -379,6 +380,8 @@ def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Prob
             errors.update(decoded(lambda: check_values(spec, values, assets)))
         except RenderError as exc:  # a broken font file of the template
             errors.update(_template_problem(exc))
+    if spec is not None:  # uploads of another shop, crops outside the image, variants
+        errors.update(media_problems(ctx.draft, spec, values, request.form.get("variant")))
     spec_keys = set(ctx.spec.data_keys) if ctx.spec is not None else set()
     errors.update(over_global_limit({k: v for k, v in values.items() if k not in spec_keys}))
     return errors
@@ -403,7 +406,11 @@ def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | 
 def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft:
     values = {**ctx.draft.values, **submitted}
     draft = services().repository.update_draft(
-        ctx.client.identifier, ctx.draft.draft_hash, values=values, state=state
+        ctx.client.identifier,
+        ctx.draft.draft_hash,
+        values=values,
+        state=state,
+        **submitted_variant(ctx.template, ctx.draft, request.form.get("variant")),
     )
     if draft is None:  # deleted by the shop meanwhile
         raise NotFound("There is no such design.")

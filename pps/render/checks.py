@@ -80,7 +80,7 @@ def check_files(
             functools.partial(_pdf_problem, page=background.page, width=width, height=height),
         )
     for element_path, element in placed:
-        if isinstance(element, ImageElement):
+        if isinstance(element, ImageElement) and element.file is not None:
             check("image", element.file, f"{element_path}.file", _image_problem)
         elif isinstance(element, TextElement) and is_font_file(element.font):
             check("font", element.font, f"{element_path}.font", _font_problem)
