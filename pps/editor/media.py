@@ -62,6 +62,8 @@ class ChoiceView:
     name: str
     prop: str
     label: str
+    owner: str
+    owner_label: str
     value: str
     free: bool
     options: list[OptionView]
@@ -109,10 +111,26 @@ class VariantView:
 
 
 @dataclass(frozen=True)
+class ChoiceGroup:
+    """The choices of one element (or DataKey), shown together under its name."""
+
+    legend: str
+    choices: list[ChoiceView]
+
+
+@dataclass(frozen=True)
 class MediaView:
     images: list[ImageView]
     choices: list[ChoiceView]
     variants: list[VariantView]
+
+    @property
+    def groups(self) -> list[ChoiceGroup]:
+        groups: dict[str, ChoiceGroup] = {}
+        for choice in self.choices:
+            group = groups.setdefault(choice.owner, ChoiceGroup(choice.owner_label, []))
+            group.choices.append(choice)
+        return list(groups.values())
 
     def __bool__(self) -> bool:
         return bool(self.images or self.choices or self.variants)
@@ -300,7 +318,9 @@ def _choice_view(spec: TemplateSpec, field: FieldView, t: Translator) -> ChoiceV
         key=key,
         name=field.name,
         prop=choice.property,
-        label=t("media.choice", element=owner, property=t(f"media.{choice.property}")),
+        label=t(f"media.{choice.property}"),
+        owner=owner,
+        owner_label=t("media.choice", element=owner),
         value=value,
         free=choice.free,
         options=options,

@@ -27,11 +27,10 @@ from pps.editor.media import (
     image_value,
     media_view,
 )
-from pps.editor.model import FieldView
+from pps.editor.model import FieldView, submitted_values
 from pps.files.rendering import NoUpload, TemplateNotRenderable, draft_spec
 from pps.platform.errors import NotFound, PpsError
 from pps.platform.models import Draft
-from pps.preflight import preflight_and_store
 from pps.uploads.images import IMAGE_KINDS, image_size
 from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
 from pps.uploads.web_body import allow_upload_body
@@ -39,7 +38,6 @@ from pps.web import bp
 from pps.web.common import services
 from pps.web.i18n import Translator
 from pps.web.page_docs import _LOCATION, PAGES, _binary, _page
-from pps.webhooks.events import DRAFT_UPDATED, draft_payload, emit
 
 _MIME = {"png": "image/png", "jpeg": "image/jpeg", "svg": "image/svg+xml"}
 
@@ -77,6 +75,11 @@ def editor_upload(draft_hash: str) -> Response:
         raise NotFound("This design has no such image.")
     part = request.files.get(f"image:{key}")
     data = part.read() if part is not None else b""
+    wants_json = request.accept_mimetypes.best == "application/json"
+    if not data and not wants_json:
+        # The form without JavaScript sent here by Enter in a field (this button comes
+        # first in the form) or without a file: save it as the Save button would.
+        return _save_form(ctx, key, None)
     svc = services()
     problem = "no file was chosen" if not data else image_kind_problem(data)
     record = None
@@ -95,7 +98,6 @@ def editor_upload(draft_hash: str) -> Response:
             )
         except UploadRefused as exc:
             problem = str(exc)
-    wants_json = request.accept_mimetypes.best == "application/json"
     if record is None or record.kind not in IMAGE_KINDS:
         message = ctx.t("media.refused", reason=problem or "")
         if wants_json:
@@ -129,24 +131,22 @@ def editor_upload(draft_hash: str) -> Response:
                 ),
             }
         )
-    draft = _save_value(ctx, key, value)
+    return _save_form(ctx, key, value)
+
+
+def _save_form(ctx: editor.EditorContext, key: str, value: str | None) -> Response:
+    """Save the whole form (its texts and choices) with the new image value, as Save does:
+    the form again with 422 when a value has a problem, else back to the edit step."""
+    submitted = submitted_values(request.form, ctx.fields)
+    if value is not None:
+        submitted[key] = value
+    values = {**ctx.shown_values, **submitted}
+    errors = editor._problems(ctx, values)
+    if errors:
+        return editor._page(ctx, "edit", values=values, errors=errors, status=422)
+    draft = editor._save(ctx, submitted, state="edited")
     editor._notify(draft.draft_hash, "form.saved")
     return editor._see_other(editor._step_url(draft.draft_hash, "edit"))
-
-
-def _save_value(ctx: editor.EditorContext, key: str, value: str) -> Draft:
-    svc = services()
-    draft = svc.repository.update_draft(
-        ctx.client.identifier,
-        ctx.draft.draft_hash,
-        values={**ctx.draft.values, key: value},
-        state="edited",
-    )
-    if draft is None:
-        raise NotFound("There is no such design.")
-    draft = preflight_and_store(svc.repository, svc.storage, draft)
-    emit(svc, ctx.client.identifier, DRAFT_UPDATED, draft_payload(draft))
-    return draft
 
 
 @bp.get("/editor/<draft_hash>/image/<identifier>")

@@ -47,7 +47,9 @@
       vector: false,
     };
     if (button) {
-      button.hidden = true; // the script uploads as soon as a file is chosen
+      // The script uploads as soon as a file is chosen; and without this button, Save is
+      // the form's default again (Enter in a field saves).
+      button.remove();
     }
     frame.style.aspectRatio = String(aspect);
 
