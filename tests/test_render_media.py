@@ -249,3 +249,12 @@ def test_the_template_alone_still_renders_as_before(card: Any) -> None:
     plain = parse_spec(original, CARD_DIR)
     before = render_file("image", plain, {}, loader, width=850)[0]
     assert render_file("image", card, {}, loader, width=850)[0] == before
+
+
+def test_a_font_file_offered_as_a_choice_is_checked_at_import(tmp_path: Path) -> None:
+    (tmp_path / "bad.ttf").write_bytes(b"not a font")
+    data = spec_with({**TEXT, "font": "Vera", "choices": {"font": ["Vera", "bad.ttf"]}})
+    with pytest.raises(SpecError) as raised:
+        parse_spec(data, tmp_path)
+    assert [path for path, _ in raised.value.problems] == ["choices.name.font"]
+    assert "bad.ttf" in parse_spec(data).files

@@ -66,7 +66,12 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
 
     `apiDefaultValues` (DataKey to value) pre-fills the draft in the editor. The user
     identifier may be sent as `userIdentifier` or `user_identifier`. A user or template
-    that is not the client's is a 422 naming the field.
+    that is not the client's is a 422 naming the field. An image DataKey's value is the
+    `identifier` of a PNG, JPEG or SVG from `POST /api-ext/file`, or
+    `{"file": identifier, "crop": {"x", "y", "width", "height"}}` (image pixels); a
+    template's choices take `<dataKey>.font|color|size` with one of the listed options.
+    Another client's file, an unknown one or an option not listed is a 422 naming
+    `apiDefaultValues.<key>` (docs/templates.md), on create and on `PUT`.
 
     `userGroupIdentifier` puts the draft in a user group (default: its user's group).
     `variant` (a variant's `id` or `identifier`, see the template's `variants`) picks the

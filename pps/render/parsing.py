@@ -193,6 +193,15 @@ def parse_spec(
             ]
     # After the variant: a choice's default and its options see the variant's swatches.
     choices = parse_choices(c, data.get("pages"), pages, data_keys)
+    if base_dir is not None and not c.problems:
+        fonts = [
+            (f"choices.{choice.key}", option.value)
+            for choice in choices
+            if choice.property == "font"
+            for option in choice.options
+            if is_font_file(option.value)
+        ]
+        check_files(c, [], [], DirectoryAssets(base_dir), width, height, fonts=fonts)
     if c.problems:
         raise SpecError(c.problems)
     return TemplateSpec(
