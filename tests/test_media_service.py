@@ -20,7 +20,7 @@ from conftest import ApiClient
 from flask import Flask
 from flask.testing import FlaskClient
 from pypdf import PdfReader
-from test_api_variants import print_file
+from test_api_variants import FOREST, print_file
 from test_editor import log_in, open_editor
 from test_render_media import CARD_DIR, RED_CMYK, quadrants
 from vdata_support import multipart
@@ -256,6 +256,7 @@ def test_upload_crop_choose_and_save_reach_the_print_pdf(
     pdf = print_file(client, tenant, stored)
     assert images_of(pdf) == [(600, 300)]
     assert RED_CMYK.encode() in content_of(pdf)
+    assert FOREST.encode() in content_of(pdf)  # the variant's accent
     page, _ = open_editor(client, f"/editor/{draft.draft_hash}/edit")
     assert re.search(r'name="v:name.color" value="Red" checked', page)
     assert re.search(r'value="forest" checked', page)
@@ -350,8 +351,10 @@ def test_bad_uploads_are_refused_and_nothing_is_kept(
     uploads = app.extensions["pps"].storage.root / "uploads"
     assert not uploads.exists() or not any(uploads.rglob("*.*"))
     html = editor_upload(client, draft, token, data, name=name, json_answer=False)
-    if data:
+    if data:  # the form again, the reason beside the image
         assert html.status_code == 422 and html.mimetype == "text/html"
+        page = html.get_data(as_text=True)
+        assert 'id="error-summary"' in page and "cannot be used" in page
     else:  # no file at all is the form's Save (see the test without JavaScript)
         assert html.status_code == 303
 

@@ -29,8 +29,9 @@ from pps.editor.media import (
 )
 from pps.editor.model import FieldView, submitted_values
 from pps.files.rendering import NoUpload, TemplateNotRenderable, draft_spec
-from pps.platform.errors import NotFound, PpsError
+from pps.platform.errors import NotFound
 from pps.platform.models import Draft
+from pps.render.problems import Code, Problem
 from pps.uploads.images import IMAGE_KINDS, image_size
 from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
 from pps.uploads.web_body import allow_upload_body
@@ -54,11 +55,6 @@ def editor_media(draft: Draft, fields: list[FieldView], t: Translator) -> MediaV
     except (TemplateNotRenderable, NoUpload):
         return None
     return media_view(spec, draft, fields, svc.storage, svc.uploads, t)
-
-
-class UploadRefusedError(PpsError):
-    status = 422
-    default_message = "The file cannot be used as an image."
 
 
 @bp.post("/editor/<draft_hash>/upload")
@@ -104,7 +100,10 @@ def editor_upload(draft_hash: str) -> Response:
             response = jsonify({"message": message, "success": False, "errors": {key: [message]}})
             response.status_code = 422
             return response
-        raise UploadRefusedError(message)
+        # The form again, the reason beside the image, nothing saved.
+        values = {**ctx.shown_values, **submitted_values(request.form, ctx.fields)}
+        refused = Problem(Code.VALUE_IMAGE_REFUSED, {"reason": problem or ""})
+        return editor._page(ctx, "edit", values=values, errors={key: [refused]}, status=422)
     stored = svc.storage.read(record.storage_key) or b""
     size = image_size(stored) or (1.0, 1.0)
     box = box_of(ctx.spec, key)

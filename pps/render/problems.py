@@ -43,6 +43,7 @@ class Code(StrEnum):
     VALUE_IMAGE = "value.image"
     VALUE_IMAGE_CROP = "value.image_crop"
     VALUE_IMAGE_UNKNOWN = "value.image_unknown"
+    VALUE_IMAGE_REFUSED = "value.image_refused"
     VALUE_CHOICE = "value.choice"
 
     # The template file itself.
