@@ -158,6 +158,10 @@ def test_foreign_unknown_and_non_image_files_are_422(
     assert_error(response, 422, "apiDefaultValues.logo")
     stored = repo.get_draft(tenant.identifier, draft_hash)
     assert stored is not None and "logo" not in stored.api_default_values
+    response = api.post(
+        f"/api-ext/draft/{draft_hash}/replicate", json={"apiDefaultValues": {"logo": foreign}}
+    )
+    assert_error(response, 422, "apiDefaultValues.logo")
 
 
 def test_preflight_reports_a_low_resolution_logo(

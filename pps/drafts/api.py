@@ -254,6 +254,12 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     svc = services()
     client = current_client().identifier
     source = _found(svc.repository.get_draft(client, draft_hash))
+    media = _media_errors(
+        svc.repository.get_template(client, source.template_identifier),
+        data.get("apiDefaultValues"),
+    )
+    if media:
+        raise ValidationFailed(errors=media)
     record = _found(
         svc.repository.replicate_draft(
             client,

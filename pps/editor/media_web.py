@@ -16,7 +16,6 @@ from flask import Response, jsonify, request, url_for
 
 from pps.acl import remote as acl
 from pps.editor import web as editor
-from pps.editor.csrf import check_csrf
 from pps.editor.media import (
     MIN_DPI,
     MediaView,
@@ -62,7 +61,7 @@ def editor_upload(draft_hash: str) -> Response:
     allow_upload_body()  # before the body is read: uploads may exceed the form limit
     ctx = editor._load(draft_hash)
     acl.guard(services(), ctx.draft, acl.SAVE, ctx.user)
-    check_csrf()
+    editor._check_form()  # at most MAX_FORM_FIELDS fields, then the CSRF token
     if ctx.draft.locked:
         raise editor.DraftLocked()
     key = request.form.get("upload", "")
