@@ -414,3 +414,15 @@ def test_uploads_need_the_login_and_the_csrf_token(
     assert editor_upload(client, draft, "x", quadrants()).status_code == 401
     editor(client, tenant, user, draft)
     assert editor_upload(client, draft, "wrong", quadrants()).status_code == 403
+
+
+def test_a_locked_draft_takes_no_upload(
+    client: FlaskClient, api: ApiClient, tenant: Client, user: User, draft: Draft, app: Flask
+) -> None:
+    page, token = editor(client, tenant, user, draft)
+    assert api.put(f"/api-ext/draft/{draft.draft_hash}", json={"locked": True}).status_code == 200
+    assert editor_upload(client, draft, token, quadrants()).status_code == 409
+    locked, _ = open_editor(client, f"/editor/{draft.draft_hash}/edit")
+    assert re.search(r'<div class="editor-media"[^>]*>\s*<fieldset disabled>', locked)
+    uploads = app.extensions["pps"].storage.root / "uploads"
+    assert not uploads.exists() or not any(uploads.rglob("*.*"))
