@@ -419,7 +419,7 @@ def test_uploads_need_the_login_and_the_csrf_token(
 def test_a_locked_draft_takes_no_upload(
     client: FlaskClient, api: ApiClient, tenant: Client, user: User, draft: Draft, app: Flask
 ) -> None:
-    page, token = editor(client, tenant, user, draft)
+    _, token = editor(client, tenant, user, draft)
     assert api.put(f"/api-ext/draft/{draft.draft_hash}", json={"locked": True}).status_code == 200
     assert editor_upload(client, draft, token, quadrants()).status_code == 409
     locked, _ = open_editor(client, f"/editor/{draft.draft_hash}/edit")
