@@ -40,6 +40,7 @@ from pps.auth.web import SESSION_EDITOR, exchange_handoff, logged_in_as
 from pps.editor.autosave import BadBaseVersion, form_base_version
 from pps.editor.canvas import Hotspot, guides, hotspots
 from pps.editor.csrf import check_csrf, csrf_token
+from pps.editor.media_hooks import media_problems, submitted_variant
 from pps.editor.model import (
     Exit,
     editor_fields,
@@ -426,6 +427,8 @@ def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Prob
             errors.update(decoded(lambda: check_values(spec, values, assets)))
         except RenderError as exc:  # a broken font file of the template
             errors.update(_template_problem(exc))
+    if spec is not None:  # uploads of another shop, crops outside the image, variants
+        errors.update(media_problems(ctx.draft, spec, values, request.form.get("variant")))
     spec_keys = set(ctx.spec.data_keys) if ctx.spec is not None else set()
     errors.update(over_global_limit({k: v for k, v in values.items() if k not in spec_keys}))
     return errors
@@ -495,6 +498,7 @@ def _save(
         state=state,
         expected_version=base,
         proof_approved_at=datetime.now(UTC) if approved else None,
+        **submitted_variant(ctx.template, ctx.draft, request.form.get("variant")),
     )
     if draft is None:  # deleted by the shop meanwhile
         raise NotFound("There is no such design.")

@@ -56,6 +56,7 @@ from pps.render.assets import MAX_ASSET_BYTES, AssetLoader, check_relative_name
 from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
 from pps.render.pdf import render_records_pdf
 from pps.render.text import as_texts
+from pps.uploads.images import UploadedImages
 
 _T = TypeVar("_T")
 
@@ -202,10 +203,12 @@ def draft_assets(
     *,
     max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
 ) -> AssetLoader:
-    """The files the draft renders from: its template's, and its upload if it has one."""
-    files = StorageAssets(
+    """The files the draft renders from: its template's, its upload if it has one, and the
+    images its client uploaded (for image DataKeys)."""
+    files: AssetLoader = StorageAssets(
         storage, draft.client_identifier, template.identifier, max_pixels=max_pixels
     )
+    files = UploadedImages(storage, draft.client_identifier, files)
     if uses_upload(draft):
         assert draft.upload_key is not None
         return UploadAssets(storage, draft.upload_key, files)

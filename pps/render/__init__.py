@@ -122,6 +122,7 @@ def cache_key(
     cache. Files beside the template are assumed immutable once imported.
     """
     used = {key: values.get(key) for key in spec.data_keys}
+    used.update({choice.key: values.get(choice.key) for choice in spec.choices})
     options: dict[str, object] = {"kind": kind}
     if kind == "image":
         options.update(page=page, size=list(image_size(spec, width, height)))

@@ -27,6 +27,7 @@ from pps.render.assets import AssetLoader, Assets, as_loader, sniff
 from pps.render.errors import AssetError, InvalidValues, RenderOptionError
 from pps.render.fonts import DEFAULT_FONT, load_font
 from pps.render.layout import MM, Prepared, prepare
+from pps.render.media import resolve
 from pps.render.model import (
     CMYK,
     Color,
@@ -39,6 +40,7 @@ from pps.render.model import (
     TemplateSpec,
     TextElement,
 )
+from pps.render.vector import draw_svg, is_svg, svg_size
 
 __all__ = ["LOW_RES_DPI", "render_low_res_pdf", "render_print_pdf", "render_records_pdf"]
 
@@ -133,6 +135,7 @@ def _draw_records(
     for count, record in enumerate(records, start=1):
         try:
             composer.prepared = prepare(spec, record, loader, pages)
+            composer.spec = resolve(spec, record)
         except InvalidValues as exc:
             raise InvalidValues(
                 {f"row {count}.{key}": found for key, found in exc.problems.items()}
@@ -176,7 +179,7 @@ def compose(
     """Draw ``pages`` of ``spec`` with ``values`` into one PDF."""
     with RENDER_LOCK:
         prepared = prepare(spec, values, loader, pages, allow_missing=allow_missing)
-        return _Composer(spec, loader, prepared, mode).run(pages)
+        return _Composer(resolve(spec, values), loader, prepared, mode).run(pages)
 
 
 class _Composer:
@@ -338,31 +341,63 @@ class _Composer:
         canvas.drawPath(path, stroke=0, fill=1)
 
     def _image(self, canvas: Canvas, element: ImageElement) -> None:
+        """The image (or its ``crop``) fitted into the box as ``fit`` says, clipped to both."""
+        if element.file is None:
+            return  # a customer's image not given yet, and no stand-in
         box = element.box
         data = self._file(element.file)
-        if sniff(data) not in ("png", "jpeg"):
-            raise AssetError(f"{element.file!r}: is not a PNG or JPEG file")
+        svg = is_svg(data)
+        if not svg and sniff(data) not in ("png", "jpeg"):
+            raise AssetError(f"{element.file!r}: is not a PNG, JPEG or SVG file")
+        reader: ImageReader | None = None
         try:
-            reader = ImageReader(BytesIO(data))
-            pixel_width, pixel_height = reader.getSize()
-        except Exception as exc:  # reportlab wraps Pillow's errors in its own
+            if svg:
+                pixel_width, pixel_height = svg_size(data)
+            else:
+                reader = ImageReader(BytesIO(data))
+                pixel_width, pixel_height = reader.getSize()
+        except Exception as exc:  # reportlab and svglib wrap the parsers' errors in their own
             raise AssetError(f"{element.file!r}: cannot be read as an image: {exc}") from None
+        crop = element.crop
+        cx, cy, cw, ch = (0.0, 0.0, float(pixel_width), float(pixel_height))
+        if crop is not None:
+            # Within the image: a crop reaching past an edge is cut back to it.
+            cx = min(max(crop.x, 0.0), pixel_width - 1.0)
+            cy = min(max(crop.y, 0.0), pixel_height - 1.0)
+            cw, ch = min(crop.width, pixel_width - cx), min(crop.height, pixel_height - cy)
         x, y = self._x(box.x), self._y(box.y + box.height)
         w, h = box.width * MM, box.height * MM
-        draw_w, draw_h = w, h
-        if element.fit != "stretch":
+        if element.fit == "stretch":
+            sx, sy = w / cw, h / ch
+        else:
             pick = min if element.fit == "contain" else max
-            scale = pick(w / pixel_width, h / pixel_height)
-            draw_w, draw_h = pixel_width * scale, pixel_height * scale
+            sx = sy = pick(w / cw, h / ch)
+        shown_w, shown_h = cw * sx, ch * sy
+        left = x + (w - shown_w) / 2  # where the crop's top-left corner lands
+        top = y + (h + shown_h) / 2
+        draw_w, draw_h = pixel_width * sx, pixel_height * sy
+        if crop is None:
+            image_x, image_y = x + (w - draw_w) / 2, y + (h - draw_h) / 2
+            if element.fit == "cover":
+                self._clip(canvas, x, y, w, h)
+        else:
+            image_x, image_y = left - cx * sx, top + cy * sy - draw_h
+            clip_x0, clip_y0 = max(x, left), max(y, top - shown_h)
+            clip_x1, clip_y1 = min(x + w, left + shown_w), min(y + h, top)
+            self._clip(canvas, clip_x0, clip_y0, clip_x1 - clip_x0, clip_y1 - clip_y0)
+        if svg:
+            draw_svg(canvas, data, image_x, image_y, draw_w, draw_h)
+            return
+        assert reader is not None
         if self.mode.low_res:
             reader = ImageReader(BytesIO(_downsample(data, draw_w, draw_h)))
-        if element.fit == "cover":
-            clip = canvas.beginPath()
-            clip.rect(x, y, w, h)
-            canvas.clipPath(clip, stroke=0, fill=0)
-        canvas.drawImage(
-            reader, x + (w - draw_w) / 2, y + (h - draw_h) / 2, draw_w, draw_h, mask="auto"
-        )
+        canvas.drawImage(reader, image_x, image_y, draw_w, draw_h, mask="auto")
+
+    @staticmethod
+    def _clip(canvas: Canvas, x: float, y: float, w: float, h: float) -> None:
+        clip = canvas.beginPath()
+        clip.rect(x, y, w, h)
+        canvas.clipPath(clip, stroke=0, fill=0)
 
     def _rect(self, canvas: Canvas, element: RectElement) -> None:
         box = element.box
