@@ -103,6 +103,13 @@
       });
     }
 
+    // A page image lists the ids of the fields it shows; a radio button (a colour choice)
+    // is listed by the id of the fieldset grouping its options.
+    function fieldId(field) {
+      var group = field.type === "radio" && field.closest("fieldset[id]");
+      return group ? group.id : field.id;
+    }
+
     function fieldsOf(img) {
       var list = img.getAttribute("data-fields") || "";
       return list ? list.split(" ") : [];
@@ -494,7 +501,7 @@
         pages.forEach(function (page, index) {
           // Pages that show the field, and any whose image is broken (e.g. it could not
           // be drawn before): every page shows the latest values.
-          if (page.broken || fieldsOf(page.img).indexOf(field.id) !== -1) {
+          if (page.broken || fieldsOf(page.img).indexOf(fieldId(field)) !== -1) {
             render(index);
           }
         });
