@@ -120,6 +120,19 @@ def logo_value(page: Any) -> dict[str, Any]:
     return value
 
 
+def upload_logo(page: Any) -> dict[str, Any]:
+    """Choose the logo in the file picker; the script uploads it and shows the crop view."""
+    page.locator("input[name='image:logo']").set_input_files(
+        files=[{"name": "logo.png", "mimeType": "image/png", "buffer": logo_png()}]
+    )
+    page.locator(".media-frame").wait_for(state="visible", timeout=20_000)
+    page.wait_for_function(
+        "() => document.querySelector(\"input[name='v:logo']\").value.includes('crop')",
+        timeout=20_000,
+    )
+    return logo_value(page)
+
+
 def test_the_whole_journey_from_the_shop_to_the_print_pdf(
     chromium: Any, shop: ShopState, pps_server: Server
 ) -> None:
@@ -170,16 +183,8 @@ def test_the_whole_journey_from_the_shop_to_the_print_pdf(
         wait_saved(page)
 
         # Upload a logo with the file picker, then crop it: zoom and move.
-        page.locator("input[name='image:logo']").set_input_files(
-            files=[{"name": "logo.png", "mimeType": "image/png", "buffer": logo_png()}]
-        )
+        uploaded = upload_logo(page)
         frame = page.locator(".media-frame")
-        frame.wait_for(state="visible", timeout=20_000)
-        page.wait_for_function(
-            "() => document.querySelector(\"input[name='v:logo']\").value.includes('crop')",
-            timeout=20_000,
-        )
-        uploaded = logo_value(page)
         # The whole width at the box's shape (24 x 6 mm): 960 x 240 px, centred.
         assert uploaded["crop"] == {"x": 0, "y": 40, "width": 960, "height": 240}
         page.get_by_role("slider", name="Zoom").fill("1.5")
@@ -292,6 +297,56 @@ def test_the_whole_journey_from_the_shop_to_the_print_pdf(
         document.close()
     mm = 72 / 25.4 * 4  # points -> pixels at scale 4; box 12..36 x 25.5..31.5 mm, 3 mm bleed
     assert bitmap.getpixel((round((3 + 24) * mm), round((3 + 28.5) * mm))) != (255, 255, 255)
+
+
+def test_undo_and_redo_of_a_crop_move_the_crop_view_with_the_value(
+    chromium: Any, shop: ShopState, pps_server: Server
+) -> None:
+    context = chromium.new_context(viewport=DESKTOP, locale="en-GB")
+    page = context.new_page()
+    try:
+        page.goto(f"{shop.base_url}/start")
+        assert page.url.startswith(f"{pps_server.base_url}/editor/{shop.draft_hash}/edit?")
+        whole = upload_logo(page)
+        assert whole["crop"]["width"] == 960
+        wait_saved(page)
+        slider = page.get_by_role("slider", name="Zoom")
+        slider.fill("2")
+        assert logo_value(page)["crop"]["width"] == 480
+        wait_saved(page)
+        status = page.locator(".media-dpi")
+        assert "508 dpi" in status.inner_text()
+
+        # Undo the zoom: the slider and the resolution follow the value.
+        page.get_by_role("button", name="Undo", exact=True).click()
+        assert logo_value(page) == whole
+        assert float(slider.input_value()) == pytest.approx(1)
+        assert "1016 dpi" in status.inner_text()
+        # So the next move starts from the value shown, not from the zoom undone.
+        page.locator(".media-frame").focus()
+        page.keyboard.press("ArrowUp")
+        moved = logo_value(page)
+        assert moved["crop"]["width"] == 960 and moved["crop"]["y"] < whole["crop"]["y"]
+        wait_saved(page)
+
+        # Undo back to before the upload: no image, no crop view; redo brings both back.
+        undo = page.get_by_role("button", name="Undo", exact=True)
+        undo.click()
+        assert logo_value(page) == whole
+        undo.click()
+        assert page.locator("input[name='v:logo']").input_value() == ""
+        assert page.locator(".media-crop").is_hidden()
+        page.get_by_role("button", name="Redo", exact=True).click()
+        assert logo_value(page) == whole
+        page.locator(".media-crop").wait_for(state="visible")
+        page.wait_for_function(
+            "() => document.querySelector('.media-dpi').textContent.includes('1016 dpi')",
+            timeout=20_000,
+        )
+        wait_saved(page)
+        assert shop_draft(shop)["state"] == "edited"
+    finally:
+        context.close()
 
 
 def test_doc_screenshots_are_in_the_readme() -> None:
