@@ -557,9 +557,14 @@
         pages: pages.length,
         locked: locked,
         step: root.getAttribute("data-step"),
-        dataKeys: valueFields().map(function (field) {
-          return { name: keyOf(field), label: labelOf(field) };
-        }),
+        // The template's DataKeys: not the choices of fonts and colours (editor_media.html).
+        dataKeys: valueFields()
+          .filter(function (field) {
+            return !field.closest(".media-choice");
+          })
+          .map(function (field) {
+            return { name: keyOf(field), label: labelOf(field) };
+          }),
       };
     };
     api.pageCount = function () {
