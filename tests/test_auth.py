@@ -151,8 +151,10 @@ def test_login_redirects_sets_session_and_opens_editor(
     cookie = set_cookie(response)
     assert "pps_session=" in cookie
     assert "HttpOnly" in cookie
-    assert "SameSite=Lax" in cookie
-    assert "Secure" not in cookie  # base URL is http:// in tests
+    # http://localhost is a secure context for browsers: the cookie a shop's frame keeps.
+    assert "SameSite=None" in cookie
+    assert "Secure" in cookie
+    assert "Partitioned" in cookie
     assert "Expires=" in cookie  # a permanent session with a lifetime
 
     page = client.get(f"/editor/{draft_hash}/edit?callback={b64_url(callback)}&locale=de")
@@ -505,7 +507,9 @@ def session_cookie(app: Flask, response: Any) -> tuple[dict[str, Any], dict[str,
     """(session data without its timestamp, cookie attributes) of a login answer."""
     cookies = response.headers.getlist("Set-Cookie")
     assert len(cookies) == 1, cookies
-    morsel = SimpleCookie(cookies[0])["pps_session"]
+    # http.cookies learns the Partitioned attribute only in Python 3.14.
+    partitioned = "; Partitioned" in cookies[0]
+    morsel = SimpleCookie(cookies[0].replace("; Partitioned", ""))["pps_session"]
     interface = app.session_interface
     assert isinstance(interface, PpsSessionInterface)
     serializer = interface.get_signing_serializer(app)
@@ -514,6 +518,8 @@ def session_cookie(app: Flask, response: Any) -> tuple[dict[str, Any], dict[str,
     login_at = data.pop("login_at")
     assert abs(login_at - time.time()) < 5
     attributes = {key: morsel[key] for key in morsel if morsel[key]}
+    if partitioned:
+        attributes["partitioned"] = True
     expires = parse_date(attributes.pop("expires"))
     assert expires is not None
     assert abs(expires.timestamp() - (time.time() + 8 * 3600)) < 5
@@ -554,7 +560,13 @@ def test_login_answer_is_a_bodiless_redirect_with_a_fresh_session(
         "user": user.identifier,
         "editor": grants,
     }
-    assert attributes == {"path": "/", "httponly": True, "samesite": "Lax"}
+    assert attributes == {
+        "path": "/",
+        "httponly": True,
+        "samesite": "None",
+        "secure": True,
+        "partitioned": True,
+    }
 
 
 REFUSED_BEFORE_THE_CLAIM: dict[str, tuple[dict[str, Any], int]] = {
