@@ -248,6 +248,7 @@ function showLoader(text) {
   }
   overlay.textContent = text || (script && script.dataset.msgLoading) || "";
   overlay.hidden = false;
+  overlay.style.display = "flex"; // [hidden] alone loses to the display set above
   return Promise.resolve(null);
 }
 
@@ -257,6 +258,7 @@ function hideLoader() {
   }
   if (overlay !== null) {
     overlay.hidden = true;
+    overlay.style.display = "none";
   }
   return Promise.resolve(null);
 }
@@ -281,7 +283,8 @@ function save() {
   if (!form()) {
     throw new BridgeError("no-form", "This step has no form; open the embed or edit step.");
   }
-  return fetch(form().action, {
+  // getAttribute: the form has a button named "action", which shadows form.action.
+  return fetch(form().getAttribute("action"), {
     method: "POST",
     body: formBody("save"),
     credentials: "same-origin",
@@ -309,7 +312,7 @@ function finishUrl() {
     return button.getAttribute("formaction");
   }
   const finishForm = document.getElementById("finish-form");
-  return finishForm ? finishForm.action : null;
+  return finishForm ? finishForm.getAttribute("action") : null;
 }
 
 function finish() {
