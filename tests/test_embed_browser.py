@@ -444,3 +444,31 @@ def test_an_api_key_in_the_editor_url_is_refused_in_the_browser(
     assert response is not None and response.status == 400
     assert page.get_by_role("heading").inner_text() == "This editor link contains an API key"
     assert "/auth?jwt=" in page.content()
+
+
+def test_the_3d_step_shows_the_card_on_a_desk_in_the_frame(page: Any, shop: Shop) -> None:
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    frame = editor_frame(page)
+    frame.goto(frame.url.replace("/embed?", "/3d?"))
+    loaded = wait_event(page, "editor.loaded", count=2)[-1]
+    assert loaded["configuration"] == {"show3DPreview": True, "step": "3d"}
+    frame = editor_frame(page)
+    prints = frame.locator("img.mockup-print")
+    assert prints.count() == 2
+    for index in range(2):
+        frame.wait_for_function(
+            "img => img.complete && img.naturalWidth === 1600",
+            arg=prints.nth(index).element_handle(),
+        )
+    # The mockup tilts the card: a 3D transform on it, not a flat image.
+    transform = prints.first.evaluate(
+        "img => getComputedStyle(img.closest('.mockup-card')).transform"
+    )
+    assert transform.startswith("matrix3d(")
+    # The pager of the client works on this step too.
+    preview = page.evaluate("window.editor.getPager().getPagePreview(2)")
+    assert preview.startswith("data:image/png;base64,")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "editor-3d-in-shop.png"), full_page=True)
