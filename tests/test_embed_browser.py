@@ -330,7 +330,15 @@ def test_shop_page_drives_the_framed_editor_through_the_client(
     frame.locator("[name='v:city'], [name='city']").focus()
     scope = wait_event(page, "editor.scope.changed")
     assert scope[-1]["key"] == "city"
-    assert scope[-1]["tdis"][0]["identifier"] == "city"
+    assert scope[-1]["tdis"] == [
+        {
+            "identifier": "city",
+            "label": "city",
+            "type": "text",
+            "value": "London",
+            "is_required": False,
+        }
+    ]
 
     # An unknown key is refused with a code.
     refused = page.evaluate(

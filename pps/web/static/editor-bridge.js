@@ -453,18 +453,19 @@ function forward(domName, eventName, shape) {
   document.addEventListener(domName, (event) => emit(eventName, shape(event.detail || {})));
 }
 
+/** A DataKey as the reference's "template data item" (what its demo's form shows). */
 function tdi(key) {
-  let value = null;
-  let label = key;
+  const known = (info.dataKeys || []).find((dataKey) => dataKey.name === key);
+  const label = known ? known.label : key;
+  const item = { identifier: key, label: label, type: "text", value: null, is_required: false };
   try {
     const control = field(key);
-    value = control.value;
-    const labelled = control.labels && control.labels[0];
-    label = labelled ? labelled.textContent.trim() : key;
+    item.value = control.value;
+    item.is_required = control.required;
   } catch (error) {
     // not on this step
   }
-  return { identifier: key, label: label, value: value };
+  return item;
 }
 
 function start() {
