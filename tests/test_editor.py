@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import api_support
 import pytest
+from conftest import complete_login
 from flask import Flask
 from flask.testing import FlaskClient
 from joserfc import jwt
@@ -97,6 +98,7 @@ def log_in(client: FlaskClient, tenant: Client, user: User, redirect: str | None
         claims["redirect"] = redirect
     response = client.get("/auth", query_string={"jwt": sign(tenant.api_key, claims)})
     assert response.status_code in (200, 302), response.get_data(as_text=True)
+    complete_login(client, response)
 
 
 # -- arranging ---------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from flask import Response, jsonify, render_template, request, session, url_for
 
 from pps.acl import remote as acl
 from pps.auth.callbacks import CALLBACK_PARAMS, editor_callbacks
-from pps.auth.web import SESSION_EDITOR, logged_in_as
+from pps.auth.web import SESSION_EDITOR, exchange_handoff, logged_in_as
 from pps.editor.csrf import check_csrf, csrf_token
 from pps.editor.embed import (
     API_TOKEN_PARAMS,
@@ -566,6 +566,9 @@ def _send_stored(stored: StoredFile) -> Response:
 
 
 def _show(draft_hash: str, step: str | None) -> Response:
+    exchanged = exchange_handoff()
+    if exchanged is not None:
+        return exchanged
     ctx = _load(draft_hash)
     acl.guard(services(), ctx.draft, acl.EDITOR_OPEN, ctx.user)
     step = step_to_open(step, ctx.entry.get("step"))
