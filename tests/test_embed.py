@@ -151,13 +151,16 @@ def test_session_cookie_attributes_follow_the_base_url(
 ) -> None:
     with app_for(app_config, base_url) as app:
         browser = app.test_client()
-        answer = login_answer(browser, shop, shop_user, shop_draft)
+        location = login_answer(browser, shop, shop_user, shop_draft).headers["Location"]
+        # The editor exchanges the login handoff in the Location for the session cookie.
+        exchanged = browser.get(location.removeprefix(base_url))
+        assert exchanged.status_code == 303
         cookie = next(
             value
-            for value in answer.headers.getlist("Set-Cookie")
+            for value in exchanged.headers.getlist("Set-Cookie")
             if value.startswith("pps_session=")
         )
-        # The cookie from /auth opens the editor.
+        # That cookie opens the editor.
         assert browser.get(f"/editor/{shop_draft.draft_hash}/embed").status_code == 200
         parts = [part.strip() for part in cookie.split(";")]
         for attribute in attributes:

@@ -383,6 +383,47 @@ def test_shop_page_drives_the_framed_editor_through_the_client(
     assert [line for line in page.console_lines if "Content Security Policy" in line] == []
 
 
+def test_the_shops_server_calls_auth_and_frames_the_location(
+    page: Any,
+    shop: Shop,
+    pps_server: Server,  # noqa: F811
+) -> None:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto(f"{shop.origin}/frame-server")
+    connected(page)
+    assert shop.problems == []
+    draft_hash = shop.drafts[-1]
+    assert not [url for url in asked if urlsplit(url).path == "/auth"]  # never saw /auth
+    info = wait_event(page, "editor.loaded")[0]["draftInfo"]
+    assert info["hash"] == draft_hash
+    assert info["templateName"] == "Business card"
+    variants = page.evaluate("window.editor.getVariants().getAll()")
+    assert [variant["identifier"] for variant in variants] == ["ocean", "forest"]
+    # The frame's URL lost the code (the exchange answered 303 without it).
+    src = page.locator("#editor-iframe").get_attribute("src")
+    assert src is not None and "handoff=" in src
+    assert "handoff=" not in editor_frame(page).url
+    page.evaluate("window.editor.getFormEditor().update('name', 'Grace Hopper')")
+    page.evaluate("window.editor.save()")
+    assert draft(shop, draft_hash)["state"] == "edited"
+
+    # As the reference's demo does: a second iframe on the same URL with /3d for /embed,
+    # handed to setThreeDeeElement (the used code dropped, the frame's cookie opens it).
+    page.evaluate(
+        """() => {
+          const frame = document.createElement("iframe");
+          frame.id = "three-dee-iframe";
+          frame.src = document.getElementById("editor-iframe").src.replace("/embed", "/3d");
+          document.body.appendChild(frame);
+          window.editor.setThreeDeeElement(frame);
+        }"""
+    )
+    three_dee = page.frame_locator("#three-dee-iframe")
+    three_dee.locator("img.mockup-print").first.wait_for(timeout=20_000)
+    assert "handoff=" not in (page.locator("#three-dee-iframe").get_attribute("src") or "")
+
+
 def test_the_client_connects_when_the_frame_starts_on_the_shops_redirect(
     page: Any, shop: Shop
 ) -> None:

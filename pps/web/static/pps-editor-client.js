@@ -120,9 +120,19 @@ export class Editor {
     return this._channel.request("finish");
   }
 
-  /** The reference's 3D iframe: kept, and reloaded after each save to show the change. */
+  /** The reference's 3D iframe (its demo loads the editor's URL with /3d for /embed):
+   *  kept, and reloaded after each save to show the change. A login handoff code in its
+   *  URL was used up by the editor's own frame, whose session cookie (the same partition)
+   *  opens the 3d step, so the code is dropped from the URL. */
   setThreeDeeElement(element) {
     this._threeDee = element || null;
+    if (element && element.getAttribute("src")) {
+      const url = new URL(element.src, window.location.href);
+      if (url.origin === this._channel.origin && url.searchParams.has("handoff")) {
+        url.searchParams.delete("handoff");
+        element.src = url.href;
+      }
+    }
   }
 
   /** Stop listening; pending requests are rejected. */
