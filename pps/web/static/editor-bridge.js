@@ -493,8 +493,12 @@ function start() {
     }
   }
   // Say hello to whichever allowed origin the parent is on: a targetOrigin that does not
-  // match drops the message, so only the parent's own origin hears it.
-  allowed.forEach((origin) => {
+  // match drops the message, so only the parent's own origin hears it. Chromium and Safari
+  // name the parent's origin (location.ancestorOrigins): then only that one is tried.
+  const ancestors = window.location.ancestorOrigins;
+  const parentOrigin = ancestors && ancestors.length ? ancestors[0] : null;
+  const targets = allowed.indexOf(parentOrigin) !== -1 ? [parentOrigin] : allowed;
+  targets.forEach((origin) => {
     window.parent.postMessage({ protocol: PROTOCOL, version: VERSION, kind: "hello" }, origin);
   });
 }
