@@ -302,7 +302,7 @@ def test_security_headers_and_no_inline_script(
     assert response.headers["Cache-Control"] == "no-store"
     page = response.get_data(as_text=True)
     scripts = re.findall(r"<script[^>]*>(.*?)</script>", page, re.S)
-    assert scripts == ["", ""]  # two scripts, from files: the editor and its bridge
+    assert scripts and set(scripts) == {""}  # scripts from files only
     assert '<script src="/static/editor.js" defer></script>' in page
     assert not re.search(r"\son[a-z]+=", page)  # no inline event handlers
     assert "style=" not in page

@@ -3,9 +3,10 @@ survives a cross-site frame. Plain Python: no Flask (the views in :mod:`pps.edit
 turn these answers into headers).
 
 * **Steps.** ``edit`` (the form and live preview), ``preview`` (every page large),
-  ``embed`` (the editor meant for a shop's ``<iframe>``, driven through
-  ``/static/pps-editor-client.js``) and ``3d`` (a flat mockup of the product until real
-  3D exists). ``/editor/<hash>`` opens the step the session remembers.
+  ``proof`` (the pages with trim marks, approved before Finish), ``embed`` (the editor
+  meant for a shop's ``<iframe>``, driven through ``/static/pps-editor-client.js``) and
+  ``3d`` (a flat mockup of the product until real 3D exists). ``/editor/<hash>`` opens the
+  step the session remembers.
 * **Framing.** Every editor step may be framed by the draft's client's allowed origins
   (``pps client create --allow-origin``) and by nobody else: ``frame-ancestors`` lists
   exactly those origins, never ``*``; with none it is ``'none'``. Every other page keeps
@@ -44,10 +45,10 @@ __all__ = [
 ]
 
 #: Every step, in the order the step navigation lists them.
-STEPS = ("edit", "preview", "embed", "3d")
+STEPS = ("edit", "preview", "proof", "embed", "3d")
 DEFAULT_STEP = "edit"
-#: Steps a shop may frame (all of them: the Magento module frames ``edit``, the demo
-#: ``embed`` and ``3d``).
+#: Steps a shop may frame (all of them: the Magento module frames ``edit`` and the steps it
+#: leads to, the demo ``embed`` and ``3d``).
 FRAMED_STEPS = frozenset(STEPS)
 #: Query parameters that carry an API key in the reference product's custom UIs.
 API_TOKEN_PARAMS = ("api_token", "apiToken")
@@ -152,6 +153,7 @@ def draft_info(
     step: str,
     version: int,
     locked: bool,
+    proof_required: bool,
 ) -> dict[str, object]:
     """What the bridge announces as ``draftInfo`` when a shop connects (no secrets: the
     shop's page sees all of it). ``masterName`` is the reference product's name for the
@@ -168,4 +170,5 @@ def draft_info(
         "step": step,
         "version": version,
         "locked": locked,
+        "proofRequired": proof_required,
     }

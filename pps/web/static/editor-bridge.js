@@ -306,13 +306,36 @@ function save() {
   });
 }
 
-function finishUrl() {
-  const button = document.querySelector("button[data-exit='callback'][formaction]");
-  if (button) {
-    return button.getAttribute("formaction");
+/** What Finish sends: the proof's form (its approval checkbox), else the edit form's
+ *  values, else the preview's finish form. */
+function finishBody() {
+  const proof = document.getElementById("proof-form");
+  if (proof) {
+    const approval = proof.elements.namedItem("proof_approved");
+    if (approval && approval.required && !approval.checked) {
+      throw new BridgeError(
+        "proof-not-approved",
+        "The customer has not confirmed the proof yet (the checkbox on this step)."
+      );
+    }
+    return new URLSearchParams(new FormData(proof));
+  }
+  if (info.proofRequired) {
+    throw new BridgeError(
+      "proof-required",
+      "The customer approves the proof before Finish: show the proof step (/editor/" +
+        info.hash +
+        "/proof) in the frame."
+    );
+  }
+  if (form()) {
+    return formBody(null);
   }
   const finishForm = document.getElementById("finish-form");
-  return finishForm ? finishForm.getAttribute("action") : null;
+  if (!finishForm) {
+    throw new BridgeError("no-form", "This step cannot finish the design.");
+  }
+  return new URLSearchParams(new FormData(finishForm));
 }
 
 function finish() {
@@ -320,11 +343,11 @@ function finish() {
   if (has("finish")) {
     return Promise.resolve(editor().finish()).then(() => ({ callback: callback }));
   }
-  const url = finishUrl();
-  if (!url) {
-    throw new BridgeError("no-form", "This step cannot finish the design.");
+  const url = script && script.dataset.finishUrl;
+  if (info.locked || !url) {
+    throw new BridgeError("locked", "This design is locked: it can no longer be changed.");
   }
-  const body = form() ? formBody(null) : new URLSearchParams(new FormData(document.getElementById("finish-form")));
+  const body = finishBody();
   // The answer is a redirect to the shop's callback: the shop's page decides where to go,
   // so it is not followed here (an opaque redirect means the draft is finished).
   return fetch(url, { method: "POST", body: body, credentials: "same-origin", redirect: "manual" }).then(
@@ -481,16 +504,26 @@ function start() {
   forward("pps:changed", "changed", (detail) => ({ key: detail.key, value: detail.value }));
   forward("pps:saved", "saved", (detail) => ({ version: detail.version }));
   forward("pps:finished", "finished", (detail) => ({ callback: detail.callback || null }));
-  if (!window.ppsEditor) {
-    // editor.js reports focus itself once it has window.ppsEditor; until then, here.
-    const editorForm = form();
-    if (editorForm) {
-      editorForm.addEventListener("focusin", (event) => {
-        if (event.target && event.target.name && event.target.name !== "csrf_token" && event.target.tagName !== "BUTTON") {
-          dispatch("pps:scope-changed", { key: keyOf(event.target) });
+  // A field taking the focus is a change of scope. Where the editor's own scripts report
+  // it (pps:scope-changed while the focus moves), that report counts; otherwise, here.
+  const editorForm = form();
+  if (editorForm) {
+    let reported = false;
+    document.addEventListener("pps:scope-changed", () => {
+      reported = true;
+    });
+    editorForm.addEventListener("focusin", (event) => {
+      const target = event.target;
+      if (!target || !target.name || target.type === "hidden" || target.tagName === "BUTTON") {
+        return;
+      }
+      reported = false;
+      window.setTimeout(() => {
+        if (!reported) {
+          dispatch("pps:scope-changed", { key: keyOf(target) });
         }
-      });
-    }
+      }, 0);
+    });
   }
   // Say hello to whichever allowed origin the parent is on: a targetOrigin that does not
   // match drops the message, so only the parent's own origin hears it. Chromium and Safari
