@@ -521,3 +521,34 @@ def test_the_3d_step_shows_the_card_on_a_desk_in_the_frame(page: Any, shop: Shop
     assert preview.startswith("data:image/png;base64,")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "editor-3d-in-shop.png"), full_page=True)
+
+
+def test_finish_goes_through_the_proof_the_client_requires(
+    page: Any,
+    shop: Shop,
+    pps_server: Server,  # noqa: F811
+) -> None:
+    pps_server.pps("client", "proof-approval", shop.client, "--required")
+    try:
+        page.goto(f"{shop.origin}/frame-auth")
+        connected(page)
+        info = wait_event(page, "editor.loaded")[0]["draftInfo"]
+        draft_hash = shop.drafts[-1]
+        assert info["proofRequired"] is True
+        finish = "window.editor.finish().then(() => null, (e) => e.code)"
+        assert page.evaluate(finish) == "proof-required"
+
+        # The shop shows the proof step in the frame; the customer ticks the checkbox there.
+        frame = editor_frame(page)
+        frame.goto(frame.url.replace("/embed?", "/proof?"))
+        assert wait_event(page, "editor.loaded", count=2)[-1]["configuration"]["step"] == "proof"
+        assert page.evaluate(finish) == "proof-not-approved"
+        assert draft(shop, draft_hash)["state"] != "finished"
+        editor_frame(page).locator("#proof-approved").check()
+        finished = page.evaluate("window.editor.finish()")
+        assert finished["callback"] == shop.callback(draft_hash)
+        stored = draft(shop, draft_hash)
+        assert stored["state"] == "finished"
+        assert stored["proofApprovedAt"]
+    finally:
+        pps_server.pps("client", "proof-approval", shop.client, "--optional")
