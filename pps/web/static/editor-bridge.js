@@ -122,7 +122,11 @@ let current = 1;
 
 function showPage(pageNumber) {
   if (has("showPage")) {
-    return Promise.resolve(editor().showPage(pageNumber - 1)).then(() => null);
+    // editor.js answers false for a page it does not have.
+    if (editor().showPage(pageNumber - 1) === false) {
+      throw new BridgeError("no-such-page", "This design has no page " + pageNumber + ".");
+    }
+    return Promise.resolve(null);
   }
   const img = pageImage(pageNumber);
   img.scrollIntoView({ block: "nearest" });
@@ -133,8 +137,12 @@ function showPage(pageNumber) {
 
 function pagePreview(pageNumber) {
   if (has("pagePreviewUrl")) {
+    const url = editor().pagePreviewUrl(pageNumber - 1);
+    if (!url) {
+      throw new BridgeError("no-such-page", "This design has no page " + pageNumber + ".");
+    }
     const img = new Image();
-    img.src = editor().pagePreviewUrl(pageNumber - 1);
+    img.src = url;
     return pixels(img);
   }
   return pixels(pageImage(pageNumber));
@@ -187,12 +195,16 @@ function problem(response) {
 }
 
 function update(key, value) {
-  if (has("update")) {
-    return Promise.resolve(editor().update(key, value)).then(() => null);
-  }
-  const control = field(key);
-  if (control.disabled || control.closest("fieldset[disabled]")) {
+  const control = field(key); // unknown-key, no-form
+  if (info.locked || control.disabled || control.closest("fieldset[disabled]")) {
     throw new BridgeError("locked", "This design is locked: it can no longer be changed.");
+  }
+  if (has("update")) {
+    // editor.js sets the field and fires input and pps:changed; false: it refused.
+    if (editor().update(key, value) === false) {
+      throw new BridgeError("refused", "The editor did not take the value for " + key + ".");
+    }
+    return Promise.resolve(null);
   }
   control.value = value == null ? "" : String(value);
   control.dispatchEvent(new Event("input", { bubbles: true }));
@@ -504,26 +516,32 @@ function start() {
   forward("pps:changed", "changed", (detail) => ({ key: detail.key, value: detail.value }));
   forward("pps:saved", "saved", (detail) => ({ version: detail.version }));
   forward("pps:finished", "finished", (detail) => ({ callback: detail.callback || null }));
-  // A field taking the focus is a change of scope. Where the editor's own scripts report
-  // it (pps:scope-changed while the focus moves), that report counts; otherwise, here.
+  // A field taking the focus is a change of scope. editor.js reports it (pps:scope-changed)
+  // where it runs; without it (a step it does not serve, or not loaded), here.
   const editorForm = form();
   if (editorForm) {
-    let reported = false;
-    document.addEventListener("pps:scope-changed", () => {
-      reported = true;
+    let scope = null;
+    document.addEventListener("pps:scope-changed", (event) => {
+      scope = (event.detail || {}).key;
     });
-    editorForm.addEventListener("focusin", (event) => {
-      const target = event.target;
-      if (!target || !target.name || target.type === "hidden" || target.tagName === "BUTTON") {
-        return;
-      }
-      reported = false;
-      window.setTimeout(() => {
-        if (!reported) {
-          dispatch("pps:scope-changed", { key: keyOf(target) });
+    // Capture on the document: before the form's own listeners, which may report first.
+    document.addEventListener(
+      "focusin",
+      (event) => {
+        const target = event.target;
+        if (!target || target.form !== editorForm || !target.name) {
+          return;
         }
-      }, 0);
-    });
+        if (target.type === "hidden" || target.tagName === "BUTTON" || has("showPage")) {
+          return;
+        }
+        const key = keyOf(target);
+        if (key !== scope) {
+          dispatch("pps:scope-changed", { key: key });
+        }
+      },
+      true
+    );
   }
   // Say hello to whichever allowed origin the parent is on: a targetOrigin that does not
   // match drops the message, so only the parent's own origin hears it. Chromium and Safari
