@@ -103,13 +103,6 @@
       });
     }
 
-    // A page image lists the ids of the fields it shows; a radio button (a colour choice)
-    // is listed by the id of the fieldset grouping its options.
-    function fieldId(field) {
-      var group = field.type === "radio" && field.closest("fieldset[id]");
-      return group ? group.id : field.id;
-    }
-
     function fieldsOf(img) {
       var list = img.getAttribute("data-fields") || "";
       return list ? list.split(" ") : [];
@@ -501,7 +494,9 @@
         pages.forEach(function (page, index) {
           // Pages that show the field, and any whose image is broken (e.g. it could not
           // be drawn before): every page shows the latest values.
-          if (page.broken || fieldsOf(page.img).indexOf(fieldId(field)) !== -1) {
+          // A radio of a choice group names its group's field id in data-field.
+          var id = field.getAttribute("data-field") || field.id;
+          if (page.broken || fieldsOf(page.img).indexOf(id) !== -1) {
             render(index);
           }
         });
@@ -557,10 +552,10 @@
         pages: pages.length,
         locked: locked,
         step: root.getAttribute("data-step"),
-        // The template's DataKeys: not the choices of fonts and colours (editor_media.html).
+        // DataKeys only: a choice (radio group, colour) is a style of a DataKey, not one.
         dataKeys: valueFields()
           .filter(function (field) {
-            return !field.closest(".media-choice");
+            return field.type !== "radio" && field.type !== "color";
           })
           .map(function (field) {
             return { name: keyOf(field), label: labelOf(field) };
