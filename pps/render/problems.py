@@ -87,6 +87,9 @@ class Code(StrEnum):
     SPEC_UNKNOWN_VARIANT = "spec.unknown_variant"
     SPEC_PAGE_INDEX = "spec.page_index"
     SPEC_THUMBNAIL = "spec.thumbnail"
+    SPEC_LOCALIZED = "spec.localized"
+    SPEC_LANGUAGE = "spec.language"
+    SPEC_MULTILINE_INPUT = "spec.multiline_input"
 
     # A file beside the template (checked when a template is imported).
     FILE_UNUSABLE = "file.unusable"
