@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from pps.auth.tokens import (
+    ExpiredToken,
     ReplayedToken,
     TokenError,
     VerifiedToken,
@@ -47,6 +48,13 @@ class TokenRejected(PpsError):
         super().__init__(f"{prefix}: {error.reason}")
         self.status = error.status
         self.token_error = error
+        # What a shopper's page says (a login link in a browser); the reason stays technical.
+        if isinstance(error, ReplayedToken):
+            self.page = "error.link_used"
+        elif isinstance(error, ExpiredToken):
+            self.page = "error.link_expired"
+        else:
+            self.page = "error.link_invalid"
 
 
 def token_error(error: TokenError, *, login: bool) -> TokenRejected:
@@ -114,7 +122,8 @@ def claim_jti_while(
     if won is None:
         replayed = ReplayedToken(
             f"the token with jti {token.jti!r} was used already; every token is good for "
-            "one use only, so sign a new one with a fresh jti"
+            "one use only, so sign a new one with a fresh jti",
+            signed_redirect=token.redirect,
         )
         raise token_error(replayed, login=login)
     return won[0]

@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Response, render_template, request, session
 
+from pps.auth.access import TokenRejected
 from pps.auth.login import (
     SESSION_CLIENT,
     SESSION_EDITOR,
@@ -19,6 +20,7 @@ from pps.auth.login import (
     Login,
     log_in,
 )
+from pps.auth.way_back import from_redirect
 from pps.platform.errors import MethodNotAllowed
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.web import bp
@@ -35,7 +37,15 @@ def login() -> Any:
         raise MethodNotAllowed(
             "Open this login link with GET in a browser.", headers={"Allow": "GET"}
         )
-    done = log_in(services(), request.args.get("jwt", ""), request_path=request.path)
+    svc = services()
+    try:
+        done = log_in(svc, request.args.get("jwt", ""), request_path=request.path)
+    except TokenRejected as exc:
+        # A used or expired link whose signature was good names the shop's way back.
+        exc.back_url = from_redirect(
+            exc.token_error.signed_redirect, base_url=svc.settings.base_url
+        )
+        raise
     _renew_session(done)
     if done.location is not None:
         # No body: browsers follow Location, and an empty 302 goes out in one write.

@@ -69,11 +69,13 @@ def _one(c: Reader, raw: Any, path: str, field: Field) -> Field:
         for name in ("label", "help", "placeholder")
         if name in obj
     }
-    input_type = c.choice(obj, "inputType", path, INPUT_TYPES, None) if "inputType" in obj else None
+    input_type = (
+        c.choice(obj, "inputType", path, INPUT_TYPES, "text") if "inputType" in obj else None
+    )
     if input_type == "multiline" and not field.multiline:
         c.error(f"{path}.inputType", Code.SPEC_MULTILINE_INPUT, key=repr(field.key))
     autocomplete = (
-        c.choice(obj, "autocomplete", path, AUTOCOMPLETE_TOKENS, None)
+        c.choice(obj, "autocomplete", path, AUTOCOMPLETE_TOKENS, "off")
         if "autocomplete" in obj
         else None
     )

@@ -23,7 +23,8 @@ A template::
 Any colour may be ``{"swatch": "<name>"}``, a named colour of ``swatches`` that each of the
 template's ``variants`` may swap, with page backgrounds (see :mod:`pps.render.variants`,
 also for ``themes``). ``fields`` gives each DataKey its words in the editor (label, help,
-placeholder, per language) and its kind of input (:mod:`pps.render.field_info`). Units and coordinates are described in :mod:`pps.render.model`.
+placeholder, per language) and its kind of input (:mod:`pps.render.field_info`).
+Units and coordinates are described in :mod:`pps.render.model`.
 Old files of the first issue (name, dataKeys, customAttributes, no pages) still parse: they
 become ``pageCount`` blank pages of :data:`~pps.render.model.DEFAULT_SIZE`. Every problem
 is collected with its path (``pages[0].elements[2].box.width: must be greater than 0``)
