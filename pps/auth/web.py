@@ -25,6 +25,8 @@ from pps.platform.errors import MethodNotAllowed
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.web import bp
 from pps.web.common import services, token_redirect
+from pps.web.error_pages import page_locale
+from pps.web.i18n import Translator
 
 __all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "logged_in_as", "login"]
 
@@ -50,7 +52,10 @@ def login() -> Any:
     if done.location is not None:
         # No body: browsers follow Location, and an empty 302 goes out in one write.
         return token_redirect(done.location)
-    response = Response(render_template("logged_in.html"), mimetype="text/html")
+    t = Translator(page_locale())
+    response = Response(
+        render_template("logged_in.html", t=t, locale=t.locale), mimetype="text/html"
+    )
     response.headers.extend(TOKEN_URL_HEADERS)  # the URL carried the token
     return response
 

@@ -67,7 +67,12 @@ MAX_REVIEWERS = 100
 
 
 class ReviewRuleBroken(ValueError):
-    """The change is not allowed in the review's state; the message says why."""
+    """The change is not allowed in the review's state; the message says why (in English,
+    for the API), ``code`` names the reviewer's message in the catalogues."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class ReviewClosed(ReviewRuleBroken):
@@ -162,14 +167,19 @@ def decide(
     """Record a reviewer's ``approve`` or ``reject``; the review may close with it."""
     _open(review)
     if review.reviewer(user_identifier) is None:
-        raise ReviewRuleBroken("You are not a reviewer of this proof.")
+        raise ReviewRuleBroken("You are not a reviewer of this proof.", "review.rule.not_reviewer")
     if decision not in DECISIONS:
-        raise ReviewRuleBroken("Choose approve or reject.")
+        raise ReviewRuleBroken("Choose approve or reject.", "review.rule.choose")
     text = comment.strip()
     if len(text) > MAX_COMMENT:
-        raise ReviewRuleBroken(f"The comment must be at most {MAX_COMMENT} characters long.")
+        raise ReviewRuleBroken(
+            f"The comment must be at most {MAX_COMMENT} characters long.",
+            "review.rule.comment_too_long",
+        )
     if decision == REJECT and not text:
-        raise ReviewRuleBroken("Say what must change: a rejection needs a comment.")
+        raise ReviewRuleBroken(
+            "Say what must change: a rejection needs a comment.", "review.rule.comment_needed"
+        )
     stored = DECISIONS[decision]
     reviewers = tuple(
         Reviewer(user_identifier, stored, text or None, draft_version, now)

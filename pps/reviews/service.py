@@ -248,7 +248,9 @@ class Reviews:
             except ReviewClosed as exc:
                 raise Conflict(str(exc)) from None
             except ReviewRuleBroken as exc:
-                raise ValidationFailed(str(exc), errors={"decision": [str(exc)]}) from None
+                failed = ValidationFailed(str(exc), errors={"decision": [str(exc)]})
+                failed.page = exc.code  # the reviewer's page words it from the catalogue
+                raise failed from None
             if changed is review:
                 return review
             try:

@@ -30,6 +30,8 @@ from pps.reviews.model import APPROVE, MAX_COMMENT, REJECT, Review
 from pps.reviews.proof import PROOF_WIDTHS, proof_page_image
 from pps.reviews.service import ReviewContext, Reviews
 from pps.web.common import services
+from pps.web.error_pages import page_locale
+from pps.web.i18n import Translator
 
 __all__ = ["bp"]
 
@@ -114,7 +116,9 @@ def review_decide(review_id: str) -> Response:
             draft_version=version,
         )
     except ValidationFailed as exc:
-        return _page(visit, comment=comment, problem=exc.message, status=422)
+        t = Translator(page_locale())
+        shown = t(exc.page, limit=MAX_COMMENT) if exc.page and t.knows(exc.page) else exc.message
+        return _page(visit, comment=comment, problem=shown, status=422)
     response = Response(status=303)
     response.headers["Location"] = url_for("review_pages.review_page", review_id=review_id)
     response.headers["Cache-Control"] = "no-store"
@@ -156,13 +160,13 @@ def review_page_image(review_id: str, page: int) -> Response:
 
 # -- the page ----------------------------------------------------------------------------
 
-_DECISION_LABELS = {"approved": "Approved", "rejected": "Rejected", None: "Not decided yet"}
-_STATE_LABELS = {
-    "open": "Open: waiting for decisions",
-    "approved": "Approved by every reviewer",
-    "rejected": "Rejected",
-    "closed": "Closed by the shop",
+#: Message codes of a reviewer's decision and of the review's state.
+_DECISION_LABELS = {
+    "approved": "review.decision.approved",
+    "rejected": "review.decision.rejected",
+    None: "review.decision.none",
 }
+_STATES = ("open", "approved", "rejected", "closed")
 
 
 def _image_url(review_id: str, page: int) -> str:
@@ -177,6 +181,7 @@ class PageView:
 
 
 def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Response:
+    t = Translator(page_locale())
     ctx = visit.ctx
     review: Review = ctx.review
     try:
@@ -189,7 +194,7 @@ def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Re
         PageView(
             number=page + 1,
             src=f"{_image_url(review.review_id, page)}?{query}",
-            alt=f"Page {page + 1} of {page_count} of the proof, trim and bleed marked",
+            alt=t("review.alt", page=page + 1, pages=page_count),
         )
         for page in range(page_count)
     ]
@@ -201,8 +206,10 @@ def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Re
         draft=ctx.draft,
         size=size,
         pages=pages,
-        state_label=_STATE_LABELS.get(review.state, review.state),
-        decision_labels=_DECISION_LABELS,
+        t=t,
+        locale=t.locale,
+        state_label=t(f"review.state.{review.state}") if review.state in _STATES else review.state,
+        decision_labels={key: t(code) for key, code in _DECISION_LABELS.items()},
         mine=mine,
         comment=comment,
         problem=problem,

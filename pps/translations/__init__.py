@@ -9,6 +9,7 @@ The ``.po`` files are read at run time (Babel's ``read_po``, then ``write_mo`` i
 for a ``gettext``-compatible :class:`babel.support.Translations`) instead of being compiled
 to ``.mo`` during the build: ``make install`` is an editable install that runs no build step,
 so a fresh clone works with no compiled file in git and no ``pybabel compile`` to forget.
+The locales are the folders found here: adding a language is adding its ``messages.po``.
 Reading the two small files costs a few milliseconds once per process.
 """
 
@@ -26,11 +27,27 @@ from babel.support import Translations
 __all__ = ["DEFAULT_LOCALE", "DOMAIN", "LOCALES", "catalog", "catalog_path", "translations"]
 
 DOMAIN = "messages"
-#: Every locale with a catalogue; the first is the source language and the fallback.
-LOCALES = ("en", "de")
-DEFAULT_LOCALE = LOCALES[0]
+DEFAULT_LOCALE = "en"
 
 _HERE = Path(__file__).resolve().parent
+
+
+def _found_locales() -> tuple[str, ...]:
+    """English first, then every other folder holding a catalogue, by name.
+
+    Adding a language is adding ``<locale>/LC_MESSAGES/messages.po`` (gettext's layout):
+    nothing else lists the locales.
+    """
+    found = sorted(
+        path.parent.parent.name
+        for path in _HERE.glob(f"*/LC_MESSAGES/{DOMAIN}.po")
+        if path.parent.parent.name != DEFAULT_LOCALE
+    )
+    return (DEFAULT_LOCALE, *found)
+
+
+#: Every locale with a catalogue; the first is the source language and the fallback.
+LOCALES = _found_locales()
 
 
 def catalog_path(locale: str) -> Path:
