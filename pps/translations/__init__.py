@@ -24,7 +24,15 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 
-__all__ = ["DEFAULT_LOCALE", "DOMAIN", "LOCALES", "catalog", "catalog_path", "translations"]
+__all__ = [
+    "DEFAULT_LOCALE",
+    "DOMAIN",
+    "LOCALES",
+    "catalog",
+    "catalog_path",
+    "found_locales",
+    "translations",
+]
 
 DOMAIN = "messages"
 DEFAULT_LOCALE = "en"
@@ -32,7 +40,7 @@ DEFAULT_LOCALE = "en"
 _HERE = Path(__file__).resolve().parent
 
 
-def _found_locales() -> tuple[str, ...]:
+def found_locales(root: Path = _HERE) -> tuple[str, ...]:
     """English first, then every other folder holding a catalogue, by name.
 
     Adding a language is adding ``<locale>/LC_MESSAGES/messages.po`` (gettext's layout):
@@ -40,14 +48,14 @@ def _found_locales() -> tuple[str, ...]:
     """
     found = sorted(
         path.parent.parent.name
-        for path in _HERE.glob(f"*/LC_MESSAGES/{DOMAIN}.po")
+        for path in root.glob(f"*/LC_MESSAGES/{DOMAIN}.po")
         if path.parent.parent.name != DEFAULT_LOCALE
     )
     return (DEFAULT_LOCALE, *found)
 
 
 #: Every locale with a catalogue; the first is the source language and the fallback.
-LOCALES = _found_locales()
+LOCALES = found_locales()
 
 
 def catalog_path(locale: str) -> Path:
