@@ -138,9 +138,15 @@ def pages_to_check(shop: ShopState, context: Any, pps: str) -> Iterator[tuple[st
     page.goto(f"{pps}/docs")
     page.wait_for_selector(".opblock", timeout=30_000)
     yield "docs", page
-    page.locator(".opblock-summary").first.click()  # an operation opened
-    page.wait_for_selector(".opblock-body", timeout=10_000)
-    yield "docs-operation", page
+    # Operations opened, one ready to be tried out (its body and parameters editable).
+    post = page.locator(".opblock-post").first
+    post.locator(".opblock-summary").click()
+    post.locator(".try-out__btn").click()
+    post.locator(".execute").wait_for(timeout=10_000)
+    get = page.locator(".opblock-get").nth(1)
+    get.locator(".opblock-summary").click()
+    get.locator(".opblock-body").wait_for(timeout=10_000)
+    yield "docs-operations", page
     page.close()
 
 
