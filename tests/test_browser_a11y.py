@@ -55,9 +55,7 @@ def violations(axe: Any, page: Any) -> list[str]:
 def settle(page: Any) -> None:
     """Wait until the page's images have loaded (axe checks contrast over them)."""
     page.wait_for_load_state("load")
-    page.wait_for_function(
-        "() => [...document.images].every(img => img.complete)", timeout=20_000
-    )
+    page.wait_for_function("() => [...document.images].every(img => img.complete)", timeout=20_000)
 
 
 def login_url(shop: ShopState, redirect: str) -> str:
