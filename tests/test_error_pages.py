@@ -190,3 +190,19 @@ def test_every_kind_of_page_has_its_words_in_every_locale(locale: str) -> None:
             assert t.knows(code), code
             if locale != "en":
                 assert t(code) != english(code), f"{code} is not translated into {locale}"
+
+
+def test_a_form_from_an_older_login_says_the_page_is_out_of_date(
+    client: FlaskClient, repo: SqlRepository, tenant: Client, user: User
+) -> None:
+    draft = make_draft(repo, tenant, user)
+    log_in(client, tenant, user)
+    response = client.post(
+        f"/editor/{draft.draft_hash}/edit?locale=de",
+        data={"csrf_token": "from-another-login", "v:headline": "Hallo", "action": "save"},
+    )
+    assert response.status_code == 403
+    parts = page_parts(response.get_data(as_text=True))
+    assert (parts["kind"], parts["title"]) == ("stale_form", "Diese Seite ist veraltet")
+    assert "security token" in parts["reason"]
+    assert repo.get_draft(tenant.identifier, draft.draft_hash).values == {}  # type: ignore[union-attr]

@@ -28,6 +28,7 @@ KINDS = (
     "link_invalid",
     "logged_out",
     "unknown_design",
+    "stale_form",
     "not_found",
     "forbidden",
     "bad_request",
