@@ -25,6 +25,7 @@ from flask.cli import AppGroup
 from pps.auth.redirects import origin_of
 from pps.clients.cli import (
     client_allow_host,
+    client_proof_approval,
     client_rotate_webhook_secret,
     client_set_acl_url,
 )
@@ -252,6 +253,7 @@ def client_rotate_key(identifier: str, as_json: bool) -> None:
 client_group.add_command(client_set_acl_url)
 client_group.add_command(client_allow_host)
 client_group.add_command(client_rotate_webhook_secret)
+client_group.add_command(client_proof_approval)
 
 
 # -- templates ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -36,6 +37,18 @@ def missing_service(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{reason} (required because CI is set)")
     pytest.skip(reason)
+
+
+def complete_login(client: FlaskClient, response: Any) -> Any:
+    """What a browser does after ``/auth``: an editor ``Location`` carries a handoff code
+    (``pps.auth.handoff``), so follow it once to get the session; returns the last answer."""
+    location = response.headers.get("Location", "")
+    if response.status_code != 302 or "handoff=" not in location:
+        return response
+    parts = urlsplit(location)
+    exchanged = client.get(parts.path, query_string=parts.query)
+    assert exchanged.status_code == 303, exchanged.get_data(as_text=True)
+    return exchanged
 
 
 def free_port() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -121,8 +122,29 @@ def card_draft(repo: SqlRepository, client: Client, template: Template, name: st
     )
 
 
+def drain_notifications(app: Flask, timeout: float = 30.0) -> None:
+    """Wait until the app's dispatcher has sent (or given up) every queued message.
+
+    Notifications go through the webhook outbox: a job only queues them, the dispatcher
+    of the app process delivers them (started here as the first event would start it)."""
+    services = app.extensions["pps"]
+    dispatcher = services.dispatcher()
+    assert dispatcher is not None
+    dispatcher.wake()
+    deadline = time.monotonic() + timeout
+    while services.integrations.pending() or dispatcher.in_flight():
+        assert time.monotonic() < deadline, "the outbox was not sent in time"
+        time.sleep(0.02)
+
+
 def run_jobs(app: Flask, mode: str) -> None:
-    """Run every queued job to its end: an RQ worker in burst mode, or the app's thread."""
+    """Run every queued job to its end (an RQ worker in burst mode, or the app's thread),
+    then let the dispatcher send the notifications the jobs queued."""
+    _run_jobs(app, mode)
+    drain_notifications(app)
+
+
+def _run_jobs(app: Flask, mode: str) -> None:
     services = app.extensions["pps"]
     if mode == "thread":
         services.jobs.join(timeout=60)

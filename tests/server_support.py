@@ -10,10 +10,12 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,6 +126,22 @@ class Server:
 
     def call(self, method: str, path: str, **kwargs: Any) -> Reply:
         return call(self.port, method, path, **kwargs)
+
+
+def follow_handoff(
+    call: Callable[..., Reply], reply: Reply, editor_url: str, base_url: str
+) -> Reply:
+    """What a browser does with /auth's answer for an editor: its Location is ``editor_url``
+    plus a single-use handoff code (``pps.auth.handoff``); GET it for the session cookie.
+    Returns the exchange's answer: a 303 back to ``editor_url`` that sets the cookie."""
+    location = reply.header("Location") or ""
+    assert location.startswith(editor_url), (location, editor_url)
+    assert re.fullmatch(r"[?&]handoff=[A-Za-z0-9_-]{43}", location[len(editor_url) :]), location
+    assert "pps_session" not in str(reply.headers.get_all("Set-Cookie") or [])
+    exchanged = call("GET", local_path(location, base_url))
+    assert exchanged.status == 303, exchanged.body
+    assert exchanged.header("Location") == local_path(editor_url, base_url)
+    return exchanged
 
 
 def server_env(port: int, instance: Path, database_url: str, redis_url: str) -> dict[str, str]:

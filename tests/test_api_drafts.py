@@ -37,6 +37,9 @@ DRAFT_KEYS = {
     "locked",
     "disablePreflight",
     "remoteAcl",
+    "draftVersion",
+    "proofApprovedAt",
+    "proofApprovedVersion",
 }
 
 

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import pytest
 from api_support import make_draft
+from conftest import complete_login
 from flask import Flask
 from flask.testing import FlaskClient
 from joserfc import jwt
@@ -135,27 +136,46 @@ def assert_error_page(response: Any, status: int) -> str:
 # -- the happy path ----------------------------------------------------------------------
 
 
-def test_login_redirects_sets_session_and_opens_editor(
+HANDOFF = re.compile(r"[?&]handoff=([A-Za-z0-9_-]{43})$")
+
+
+def handoff_code(location: str, redirect: str) -> str:
+    """The handoff code /auth appended to ``redirect``; fails when anything else changed."""
+    assert location.startswith(redirect), (location, redirect)
+    found = HANDOFF.fullmatch(location[len(redirect) :])
+    assert found, location
+    return found.group(1)
+
+
+def test_login_hands_off_to_the_editor_which_sets_the_session(
     client: FlaskClient, tenant: Client, user: User, draft_hash: str
 ) -> None:
     callback = "https://shop-a.example/checkout/cart?item=1&x=<y>"
-    redirect = f"http://localhost/editor/{draft_hash}/edit?callback={b64_url(callback)}&locale=de"
+    editor = f"/editor/{draft_hash}/edit?callback={b64_url(callback)}&locale=de"
+    redirect = f"http://localhost{editor}"
     token = login_token(tenant, user, redirect=redirect)
 
     response = client.get(f"/auth?jwt={token}")
 
     assert response.status_code == 302
-    assert response.headers["Location"] == redirect
+    code = handoff_code(response.headers["Location"], redirect)
     assert response.headers["Cache-Control"] == "no-store"
     assert response.headers["Referrer-Policy"] == "no-referrer"
-    cookie = set_cookie(response)
+    assert "pps_session" not in set_cookie(response)  # the editor sets it, on its origin
+
+    exchanged = client.get(f"{editor}&handoff={code}")
+    assert exchanged.status_code == 303
+    assert exchanged.headers["Location"] == editor  # the code leaves the address bar
+    assert exchanged.headers["Cache-Control"] == "no-store"
+    assert exchanged.headers["Referrer-Policy"] == "no-referrer"
+    cookie = set_cookie(exchanged)
     assert "pps_session=" in cookie
     assert "HttpOnly" in cookie
     assert "SameSite=Lax" in cookie
     assert "Secure" not in cookie  # base URL is http:// in tests
     assert "Expires=" in cookie  # a permanent session with a lifetime
 
-    page = client.get(f"/editor/{draft_hash}/edit?callback={b64_url(callback)}&locale=de")
+    page = client.get(editor)
     assert page.status_code == 200
     text = page.get_data(as_text=True)
     assert "Business card" in text
@@ -173,7 +193,8 @@ def test_relative_redirect_is_kept_relative(
     token = login_token(tenant, user, redirect=redirect)
     response = client.get("/auth", query_string={"jwt": token})
     assert response.status_code == 302
-    assert response.headers["Location"] == redirect
+    code = handoff_code(response.headers["Location"], redirect)
+    assert client.get(redirect, query_string={"handoff": code}).headers["Location"] == redirect
     assert client.get(redirect).status_code == 200
 
 
@@ -243,7 +264,7 @@ def test_concurrent_uses_of_one_token_log_in_exactly_once(
     workers = 20
     barrier = threading.Barrier(workers)
     statuses: list[int] = []
-    cookies: list[bool] = []
+    handoffs: list[bool] = []
     lock = threading.Lock()
 
     def use() -> None:
@@ -252,7 +273,7 @@ def test_concurrent_uses_of_one_token_log_in_exactly_once(
         response = own_client.get("/auth", query_string={"jwt": token})
         with lock:
             statuses.append(response.status_code)
-            cookies.append("pps_session=" in set_cookie(response))
+            handoffs.append("handoff=" in response.headers.get("Location", ""))
 
     threads = [threading.Thread(target=use) for _ in range(workers)]
     for thread in threads:
@@ -263,7 +284,7 @@ def test_concurrent_uses_of_one_token_log_in_exactly_once(
     assert len(statuses) == workers
     assert statuses.count(302) == 1
     assert statuses.count(401) == workers - 1
-    assert cookies.count(True) == 1
+    assert handoffs.count(True) == 1
 
 
 # -- refused tokens ----------------------------------------------------------------------
@@ -540,9 +561,17 @@ def test_login_answer_is_a_bodiless_redirect_with_a_fresh_session(
     # Browsers follow Location; without a body the answer goes out in one write.
     assert response.headers["Content-Length"] == "0"
     assert response.get_data() == b""
-    assert header_names(response) == TOKEN_REDIRECT | {"Set-Cookie", "Vary"}
-    assert response.headers["Vary"] == "Cookie"
-    data, attributes = session_cookie(app, response)
+    if case == "allowed origin":
+        assert "handoff" not in response.headers["Location"]  # not pps's own editor
+        granted = response
+    else:  # the editor's exchange of the handoff code hands out the session
+        assert header_names(response) == TOKEN_REDIRECT
+        code = handoff_code(response.headers["Location"], redirect)
+        granted = client.get(EDITOR_TARGET.replace("{draft}", draft_hash) + f"&handoff={code}")
+        assert granted.status_code == 303 and granted.get_data() == b""
+    assert header_names(granted) == TOKEN_REDIRECT | {"Set-Cookie", "Vary"}
+    assert granted.headers["Vary"] == "Cookie"
+    data, attributes = session_cookie(app, granted)
     grants = (
         {draft_hash: {"callbacks": {"callback": "https://shop-a.example/cart?x=1&y=<2>"}}}
         if case != "allowed origin"
@@ -613,3 +642,108 @@ def test_post_is_405_and_leaves_the_token_unused(
     assert refused.status_code == 405
     assert "pps_session" not in set_cookie(refused)
     assert client.get("/auth", query_string={"jwt": token}).status_code == 302
+
+
+# -- the login handoff: an editor that never saw the /auth answer --------------------------
+
+
+def shop_calls_auth(app: Flask, tenant: Client, user: User, draft_hash: str) -> str:
+    """As the reference's editor demo does: the shop's server calls /auth (its own HTTP
+    client, no browser) and keeps the Location for an iframe."""
+    shop_server = app.test_client()
+    redirect = f"/editor/{draft_hash}/edit?locale=de"
+    response = shop_server.get(
+        "/auth", query_string={"jwt": login_token(tenant, user, redirect=redirect)}
+    )
+    assert response.status_code == 302 and "pps_session" not in set_cookie(response)
+    handoff_code(response.headers["Location"], redirect)
+    return str(response.headers["Location"])
+
+
+def test_a_browser_that_never_saw_the_login_opens_the_editor_with_its_location(
+    app: Flask, tenant: Client, user: User, draft_hash: str
+) -> None:
+    location = shop_calls_auth(app, tenant, user, draft_hash)
+    framed = app.test_client()  # the customer's browser, inside the shop's iframe
+    exchanged = framed.get(location)
+    assert exchanged.status_code == 303
+    assert exchanged.headers["Location"] == f"/editor/{draft_hash}/edit?locale=de"
+    assert "pps_session=" in set_cookie(exchanged)
+    page = framed.get(exchanged.headers["Location"])
+    assert page.status_code == 200 and 'value="Ada Lovelace"' in page.get_data(as_text=True)
+
+
+def test_a_handoff_code_works_once(app: Flask, tenant: Client, user: User, draft_hash: str) -> None:
+    location = shop_calls_auth(app, tenant, user, draft_hash)
+    assert app.test_client().get(location).status_code == 303
+    eve = app.test_client()
+    body = assert_error_page(eve.get(location), 401)
+    assert "opened already or is older than two minutes" in body
+    assert eve.get(f"/editor/{draft_hash}/edit").status_code == 401  # and no session
+
+
+def test_a_handoff_code_is_useless_after_its_time(
+    app: Flask, tenant: Client, user: User, draft_hash: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pps.auth.login.HANDOFF_TTL", 1)  # two minutes in production
+    location = shop_calls_auth(app, tenant, user, draft_hash)
+    time.sleep(1.5)
+    assert_error_page(app.test_client().get(location), 401)
+
+
+def test_head_does_not_use_up_a_handoff_code(
+    app: Flask, tenant: Client, user: User, draft_hash: str
+) -> None:
+    """A link scanner probing the iframe's URL must not take the customer's login."""
+    location = shop_calls_auth(app, tenant, user, draft_hash)
+    probe = app.test_client().head(location)
+    assert probe.status_code == 405 and probe.headers["Allow"] == "GET"
+    assert app.test_client().get(location).status_code == 303
+
+
+@pytest.mark.parametrize("code", ["", "short", "A" * 43, "A" * 42 + "!", "Ü" * 43])
+def test_made_up_handoff_codes_are_refused(client: FlaskClient, draft_hash: str, code: str) -> None:
+    response = client.get(f"/editor/{draft_hash}/edit", query_string={"handoff": code})
+    assert_error_page(response, 401)
+
+
+def test_concurrent_exchanges_of_one_code_log_in_exactly_once(
+    app: Flask, tenant: Client, user: User, draft_hash: str
+) -> None:
+    location = shop_calls_auth(app, tenant, user, draft_hash)
+    barrier = threading.Barrier(12)
+    statuses: list[int] = []
+
+    def exchange() -> None:
+        browser = app.test_client()
+        barrier.wait()
+        statuses.append(browser.get(location).status_code)
+
+    threads = [threading.Thread(target=exchange) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(statuses) == [303] + [401] * 11
+
+
+def test_a_handoff_replaces_an_earlier_session(
+    app: Flask, repo: SqlRepository, tenant: Client, user: User, draft_hash: str
+) -> None:
+    """A browser logged in as someone else gets exactly the handed-off login, nothing more."""
+    browser = app.test_client()
+    other = repo.create_user(tenant.identifier, {})
+    complete_login(browser, browser.get("/auth", query_string={"jwt": login_token(tenant, other)}))
+    assert browser.get(f"/editor/{draft_hash}/edit").status_code == 401
+    assert browser.get(shop_calls_auth(app, tenant, user, draft_hash)).status_code == 303
+    assert browser.get(f"/editor/{draft_hash}/edit").status_code == 200
+
+
+def test_the_exchange_fails_closed_when_the_store_is_down(
+    app: Flask, app_without_redis: Flask, tenant: Client, user: User, draft_hash: str
+) -> None:
+    location = shop_calls_auth(app, tenant, user, draft_hash)
+    down = app_without_redis.test_client().get(location)
+    assert down.status_code == 503 and "Retry-After" in down.headers
+    assert "pps_session" not in set_cookie(down)
+    assert app.test_client().get(location).status_code == 303  # the code was not used up

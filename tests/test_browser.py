@@ -305,7 +305,12 @@ def test_customer_personalizes_previews_finishes_and_the_shop_gets_the_pdf(
         pixels_after = image.evaluate(SHOWN_PIXELS)
         assert pixels_after.startswith("data:image/png;base64,")
         assert pixels_after != pixels_before
-        assert shop_draft(shop)["state"] == "init"  # previewed, not saved
+        # Autosaved while typing (static/editor-autosave.js).
+        page.wait_for_function(
+            "() => document.getElementById('autosave-status').dataset.state === 'saved'",
+            timeout=20_000,
+        )
+        assert shop_draft(shop)["state"] == "edited"
 
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "editor.png"), full_page=True)

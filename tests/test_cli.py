@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import jwt
 import pytest
 from click.testing import Result
+from conftest import complete_login
 from flask import Flask
 from flask.testing import FlaskCliRunner
 from PIL import Image
@@ -405,8 +406,9 @@ def test_demo_login_url_logs_in_once(runner: FlaskCliRunner, app: Flask) -> None
     again = app.test_client().get(f"{url.path}?{url.query}")
     assert again.status_code != 302
 
-    # The editor opens on the business card, filled in with the demo values.
-    editor = browser.get(urlsplit(response.headers["Location"]).path)
+    # The editor exchanges the login's handoff code, then opens on the business card,
+    # filled in with the demo values.
+    editor = browser.get(complete_login(browser, response).headers["Location"])
     assert editor.status_code == 200
     page = editor.get_data(as_text=True)
     assert 'value="Ada Lovelace"' in page and 'value="ada@example.com"' in page

@@ -25,6 +25,7 @@ from conftest import free_port, wait_for_port
 from pps.platform.ephemeral import (
     EphemeralStore,
     EphemeralUnavailable,
+    handoff_key,
     link_key,
     nonce_key,
     open_ephemeral,
@@ -185,6 +186,69 @@ def test_link_value_round_trips_unicode(store: EphemeralStore) -> None:
     assert store.get_link(key) == "drafts/Grüße/…/ünïcode.pdf"
 
 
+# -- claim and put, take (the login handoff) ----------------------------------------------
+
+
+def test_claim_and_put_stores_the_link_for_the_winner_only(store: EphemeralStore) -> None:
+    nonce, first, second = unique("jti"), handoff_key(unique("a")), handoff_key(unique("b"))
+    assert store.claim_and_put(nonce, 60, first, '{"user": "ada"}', 60) is True
+    assert store.claim_and_put(nonce, 60, second, '{"user": "eve"}', 60) is False
+    assert store.take_link(second) is None  # the loser stored nothing
+    assert store.claim(nonce, 60) is False  # the nonce is used up like any claim
+    assert store.take_link(first) == '{"user": "ada"}'
+
+
+def test_a_taken_link_is_gone(store: EphemeralStore) -> None:
+    key = handoff_key(unique("code"))
+    store.put_link(key, "grant", 60)
+    assert store.take_link(key) == "grant"
+    assert store.take_link(key) is None
+    assert store.get_link(key) is None
+    assert store.take_link(handoff_key(unique("never-stored"))) is None
+
+
+def test_twenty_threads_claiming_and_putting_store_exactly_one_link(
+    store: EphemeralStore,
+) -> None:
+    nonce = unique("jti")
+    links = [handoff_key(unique(f"code{n}")) for n in range(20)]
+    barrier = threading.Barrier(len(links))
+    results: dict[str, bool] = {}
+
+    def attempt(link: str) -> None:
+        barrier.wait()
+        results[link] = store.claim_and_put(nonce, 60, link, link, 60)
+
+    threads = [threading.Thread(target=attempt, args=(link,)) for link in links]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    winners = [link for link, won in results.items() if won]
+    assert len(results) == 20 and len(winners) == 1
+    assert [store.take_link(link) for link in links] == [
+        link if link in winners else None for link in links
+    ]
+
+
+def test_twenty_threads_taking_one_link_get_it_once(store: EphemeralStore) -> None:
+    key = handoff_key(unique("code"))
+    store.put_link(key, "grant", 60)
+    barrier = threading.Barrier(20)
+    taken: list[str | None] = []
+
+    def take() -> None:
+        barrier.wait()
+        taken.append(store.take_link(key))
+
+    threads = [threading.Thread(target=take) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(taken) == 20 and taken.count("grant") == 1 and taken.count(None) == 19
+
+
 # -- expiry (the only test here that sleeps) ---------------------------------------------
 
 
@@ -200,6 +264,7 @@ def test_entries_expire_after_their_ttl_and_not_before(store: EphemeralStore) ->
 
     assert store.get_link(short_link) is None
     assert store.get_link(long_link) == "b"
+    assert store.take_link(short_link) is None  # an expired link cannot be taken either
     # An expired nonce can be claimed again, and then it is taken once more.
     assert store.claim(short_nonce, 60) is True
     assert store.claim(short_nonce, 60) is False

@@ -35,9 +35,17 @@ class LoseFirstSetNxReply:
     ``every_connection`` is set: then each connection goes silent at its first ``SET NX``.
     """
 
-    def __init__(self, upstream: tuple[str, int], *, every_connection: bool = False) -> None:
+    def __init__(
+        self,
+        upstream: tuple[str, int],
+        *,
+        every_connection: bool = False,
+        scripts_too: bool = False,
+    ) -> None:
         self.upstream = upstream
         self.every_connection = every_connection
+        # Also lose the reply to the first EVALSHA (the claim-and-put script claims with it).
+        self.scripts_too = scripts_too
         self.set_nx_seen = 0
         self.replies_lost = False
         self._lock = threading.Lock()
@@ -69,7 +77,9 @@ class LoseFirstSetNxReply:
 
     def _to_redis(self, src: socket.socket, dst: socket.socket, silenced: threading.Event) -> None:
         while data := self._recv(src):
-            if b"\r\nSET\r\n" in data.upper() and b"\r\nNX\r\n" in data.upper():
+            upper = data.upper()
+            set_nx = b"\r\nSET\r\n" in upper and b"\r\nNX\r\n" in upper
+            if set_nx or (self.scripts_too and b"\r\nEVALSHA\r\n" in upper):
                 with self._lock:
                     self.set_nx_seen += 1
                     if not self.replies_lost or self.every_connection:
@@ -122,6 +132,13 @@ def _redis_address(redis_url: str) -> tuple[str, int]:
 @pytest.fixture
 def proxy(redis_url: str) -> Iterator[LoseFirstSetNxReply]:
     lossy = LoseFirstSetNxReply(_redis_address(redis_url))
+    yield lossy
+    lossy.close()
+
+
+@pytest.fixture
+def script_proxy(redis_url: str) -> Iterator[LoseFirstSetNxReply]:
+    lossy = LoseFirstSetNxReply(_redis_address(redis_url), scripts_too=True)
     yield lossy
     lossy.close()
 
@@ -259,3 +276,22 @@ def test_claim_does_not_overwrite_the_winner_or_extend_its_ttl(redis_url: str) -
     finally:
         store.close()
         raw.close()
+
+
+def test_claim_and_put_whose_reply_was_lost_still_wins_and_stores_its_link(
+    script_proxy: LoseFirstSetNxReply, redis_url: str
+) -> None:
+    """The login handoff: the resent script finds its own claim token and keeps the link."""
+    direct = RedisStore(redis_url)
+    # Load the script into Redis first, so that the first EVALSHA through the proxy runs it.
+    assert direct.claim_and_put(f"pps:jti:warm:{uuid.uuid4().hex}", 60, "pps:warm", "x", 60)
+    key, link = f"pps:jti:client-a:{uuid.uuid4().hex}", f"pps:handoff:{uuid.uuid4().hex}"
+    through_proxy = RedisStore(script_proxy.url, timeout=1.0)
+    try:
+        assert through_proxy.claim_and_put(key, 60, link, "grant", 60) is True
+        assert script_proxy.replies_lost and script_proxy.set_nx_seen == 2
+        assert direct.claim(key, 60) is False
+        assert direct.take_link(link) == "grant"
+    finally:
+        through_proxy.close()
+        direct.close()

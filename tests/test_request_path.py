@@ -13,6 +13,7 @@ from typing import Any
 
 import api_support
 import pytest
+from conftest import complete_login
 from flask import Flask, Response, request
 from flask.testing import FlaskClient
 from test_files import PDF, SPEC, magento_claims, put_draft_file, sign
@@ -142,7 +143,8 @@ def test_api_and_file_routes_never_read_or_set_the_session(
 ) -> None:
     """A logged-in browser (a permanent session, which Flask refreshes on every request
     where it is open) fetching files and a shop calling the API: no cookie, no Vary."""
-    assert client.get("/auth", query_string=login_link(tenant, user, draft)).status_code == 302
+    login = client.get("/auth", query_string=login_link(tenant, user, draft))
+    assert complete_login(client, login).status_code == 303  # the handoff sets the session
     editor = client.get(f"/editor/{draft.draft_hash}/edit")
     assert editor.status_code == 200 and "pps_session=" in editor.headers["Set-Cookie"]
 

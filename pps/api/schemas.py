@@ -550,6 +550,29 @@ class DraftOut(Output):
     locked = fields.Boolean(required=True)
     disablePreflight = fields.Boolean(attribute="disable_preflight", required=True)
     remoteAcl = fields.Boolean(attribute="remote_acl", required=True)
+    draftVersion = fields.Integer(
+        attribute="version",
+        required=True,
+        metadata={"description": "Bumped by every change (editor save or autosave, API update)."},
+    )
+    proofApprovedAt = Timestamp(
+        attribute="proof_approved_at",
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "When the customer last confirmed the editor's proof and finished; "
+            "null if never."
+        },
+    )
+    proofApprovedVersion = fields.Integer(
+        attribute="proof_approved_version",
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "The `draftVersion` that approval finished with: equal to "
+            "`draftVersion` while the draft is as approved; null if never approved."
+        },
+    )
 
 
 def preview_url(record: Template) -> str:

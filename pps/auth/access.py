@@ -30,6 +30,7 @@ __all__ = [
     "TokenRejected",
     "check_token",
     "claim_jti",
+    "claim_jti_and_put",
     "claim_jti_while",
     "token_error",
 ]
@@ -116,14 +117,40 @@ def claim_jti_while(
     token = checked.token
     if token.jti is None:
         return work()
+    key, ttl = _nonce(svc, checked)
+    won = svc.ephemeral.claim_while(key, ttl, work)
+    if won is None:
+        raise _replayed(token.jti, login=login, redirect=token.redirect)
+    return won[0]
+
+
+def claim_jti_and_put(
+    svc: Services, checked: CheckedToken, *, link: str, value: str, link_ttl: int
+) -> None:
+    """:func:`claim_jti` for a login token, storing ``value`` under ``link`` in the same
+    atomic step (``EphemeralStore.claim_and_put``): a login handoff exists exactly when
+    the token was used up for it."""
+    token = checked.token
+    if token.jti is None:
+        raise ValueError("a login token always has a jti (log_in checks it first)")
+    key, ttl = _nonce(svc, checked)
+    if not svc.ephemeral.claim_and_put(key, ttl, link, value, link_ttl):
+        raise _replayed(token.jti, login=True, redirect=token.redirect)
+
+
+def _nonce(svc: Services, checked: CheckedToken) -> tuple[str, int]:
+    """The nonce key of the token's ``jti`` and how long it must be kept."""
+    token = checked.token
+    assert token.jti is not None
     leeway = svc.settings.jwt_leeway
     ttl = remaining_lifetime(token, checked.now, leeway, svc.settings.nonce_ttl)
-    won = svc.ephemeral.claim_while(nonce_key(checked.client.identifier, token.jti), ttl, work)
-    if won is None:
-        replayed = ReplayedToken(
-            f"the token with jti {token.jti!r} was used already; every token is good for "
-            "one use only, so sign a new one with a fresh jti",
-            signed_redirect=token.redirect,
-        )
-        raise token_error(replayed, login=login)
-    return won[0]
+    return nonce_key(checked.client.identifier, token.jti), ttl
+
+
+def _replayed(jti: str, *, login: bool, redirect: str | None = None) -> TokenRejected:
+    replayed = ReplayedToken(
+        f"the token with jti {jti!r} was used already; every token is good for "
+        "one use only, so sign a new one with a fresh jti",
+        signed_redirect=redirect,
+    )
+    return token_error(replayed, login=login)

@@ -9,14 +9,16 @@ reason before the nonce is claimed is not used up. What a successful login grant
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from pps.auth.access import check_token, claim_jti, token_error
+from pps.auth.access import check_token, claim_jti, claim_jti_and_put, token_error
 from pps.auth.callbacks import editor_target, query_callbacks
+from pps.auth.handoff import HANDOFF_TTL, encode_grant, new_code, with_handoff
 from pps.auth.redirects import RedirectRefused, RedirectTarget, check_redirect_target
 from pps.auth.tokens import InvalidClaim, MissingClaim, TokenError, check_login_age
+from pps.platform.ephemeral import handoff_key
 from pps.platform.errors import BadRequest
 from pps.platform.services import Services
 
@@ -55,6 +57,9 @@ class Login:
     redirect: RedirectTarget | None = field(repr=False)
     """The checked ``redirect`` claim, whose editor URL carries the editor grants."""
     base_url: str = field(repr=False)
+    handoff: str | None = field(default=None, repr=False)
+    """The handoff code in ``location`` (editor redirects on pps's origin), or None: then
+    the web layer sets the session cookie itself (see :mod:`pps.auth.handoff`)."""
 
     def session_data(self) -> dict[str, Any]:
         """Everything the new session holds; nothing of an earlier session survives.
@@ -123,7 +128,19 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
         redirect=redirect,
         base_url=svc.settings.base_url,
     )
-    claim_jti(svc, checked, login=True)  # last: nothing above may burn the token
+    # Last: nothing above may burn the token.
+    if redirect is None or editor_target(redirect, svc.settings.base_url) is None:
+        claim_jti(svc, checked, login=True)
+        return login
+    code = new_code()
+    login = replace(login, location=with_handoff(redirect.location, code), handoff=code)
+    claim_jti_and_put(
+        svc,
+        checked,
+        link=handoff_key(code),
+        value=encode_grant(login.session_data()),
+        link_ttl=HANDOFF_TTL,
+    )
     return login
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from flask import Response, render_template, request, session
 
 from pps.auth.access import TokenRejected
+from pps.auth.handoff import HANDOFF_PARAM, take_handoff
 from pps.auth.login import (
     SESSION_CLIENT,
     SESSION_EDITOR,
@@ -21,14 +22,14 @@ from pps.auth.login import (
     log_in,
 )
 from pps.auth.way_back import from_redirect
-from pps.platform.errors import MethodNotAllowed
+from pps.platform.errors import MethodNotAllowed, Unauthorized
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.web import bp
 from pps.web.common import services, token_redirect
 from pps.web.error_pages import page_locale
 from pps.web.i18n import Translator
 
-__all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "logged_in_as", "login"]
+__all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "exchange_handoff", "logged_in_as", "login"]
 
 
 @bp.get("/auth")
@@ -48,7 +49,9 @@ def login() -> Any:
             exc.token_error.signed_redirect, base_url=svc.settings.base_url
         )
         raise
-    _renew_session(done)
+    if done.handoff is None:
+        _renew_session(done)
+    # else: the editor exchanges the code in Location for the session (pps.auth.handoff).
     if done.location is not None:
         # No body: browsers follow Location, and an empty 302 goes out in one write.
         return token_redirect(done.location)
@@ -65,6 +68,41 @@ def _renew_session(done: Login) -> None:
     session.clear()
     session.permanent = True
     session.update(done.session_data())
+
+
+def exchange_handoff() -> Response | None:
+    """Turn ``?handoff=<code>`` on an editor URL into a fresh session, once (see
+    :mod:`pps.auth.handoff`), then ``303`` to the same URL without the code, so that it
+    stays out of the history, reloads and ``Referer``. None when the URL carries no code.
+    """
+    code = request.args.get(HANDOFF_PARAM)
+    if code is None:
+        return None
+    if request.method == "HEAD":
+        # As on /auth: a link scanner's probe must not use the code up.
+        raise MethodNotAllowed(
+            "Open this editor link with GET in a browser.", headers={"Allow": "GET"}
+        )
+    data = take_handoff(services().ephemeral, code)
+    if data is None:
+        refused = Unauthorized(
+            "This editor link was opened already or is older than two minutes; "
+            "go back to the shop and open the editor again."
+        )
+        refused.page = "error.link_used"  # the shopper's page: a link good for one use
+        raise refused
+    session.clear()
+    session.permanent = True
+    session.update(data)
+    # The rest of the query exactly as it came (the shop's encoded callbacks included).
+    query = request.query_string.decode("ascii", "replace")
+    rest = "&".join(part for part in query.split("&") if not part.startswith(f"{HANDOFF_PARAM}="))
+    location = request.path + (f"?{rest}" if rest else "")
+    response = Response(b"", status=303)
+    del response.headers["Content-Type"]
+    response.headers["Location"] = location
+    response.headers.extend(TOKEN_URL_HEADERS)  # the URL carried the code
+    return response
 
 
 def logged_in_as() -> tuple[str, str] | None:

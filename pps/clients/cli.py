@@ -1,5 +1,6 @@
 """``pps client`` commands for what connects pps back to a shop: the remote ACL URL, hosts
-on the shop's own network that notifications and webhooks may reach, the webhook secret.
+on the shop's own network that notifications and webhooks may reach, the webhook secret;
+and how the editor treats the client's customers (whether the proof must be confirmed).
 
 Registered on the ``pps client`` group by :mod:`pps.cli`.
 """
@@ -15,7 +16,12 @@ from flask.cli import with_appcontext
 from pps.platform.services import Services
 from pps.platform.ssrf import ForbiddenTarget, parse_target
 
-__all__ = ["client_allow_host", "client_rotate_webhook_secret", "client_set_acl_url"]
+__all__ = [
+    "client_allow_host",
+    "client_proof_approval",
+    "client_rotate_webhook_secret",
+    "client_set_acl_url",
+]
 
 _MAX_HOST = 253
 
@@ -91,3 +97,30 @@ def client_rotate_webhook_secret(identifier: str) -> None:
     _known(identifier)
     secret = _services().integrations.rotate_webhook_secret(identifier)
     click.echo(secret)
+
+
+@click.command("proof-approval")
+@click.argument("identifier")
+@click.option(
+    "--required/--optional",
+    default=None,
+    help="Whether customers must tick the proof's checkbox before Finish.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the setting as JSON.")
+@with_appcontext
+def client_proof_approval(identifier: str, required: bool | None, as_json: bool) -> None:
+    """Show or set whether the editor's proof must be confirmed before Finish.
+
+    --required: Finish is refused until the customer ticks "I have checked spelling and
+    layout" on the proof step. --optional (the default for new clients): the proof step is
+    offered and an approval is recorded when ticked, but Finish works without it.
+    """
+    _known(identifier)
+    store = _services().integrations
+    if required is not None:
+        store.set_proof_required(identifier, required)
+    current = store.settings(identifier).proof_required
+    if as_json:
+        click.echo(json.dumps({"identifier": identifier, "proofRequired": current}))
+        return
+    click.echo(f"Proof approval for {identifier}: {'required' if current else 'optional'}")

@@ -23,6 +23,7 @@ from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft
 from pps.preflight import preflight_and_store
 from pps.variants.options import check_group, new_draft_options, variant_change
+from pps.vdata.service import copy_rows
 from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("drafts", "Draft")
@@ -221,6 +222,10 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     the Magento module sends it. The copy keeps `disablePreflight` and `remoteAcl` and
     starts unlocked; options sent override these. `draftParameter` and `pagePlanner` are
     accepted when they change nothing (null, false, empty), else a 422 naming them.
+
+    A draft with variable data is copied with its rows (`personalizations.amount` is the
+    same): each record renders the copy's values overlaid by its row, so the values sent
+    here fill what a row leaves unmapped.
     """
     svc = services()
     client = current_client().identifier
@@ -239,6 +244,8 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         key = upload_key(client, record.draft_hash, uploaded)
         svc.storage.put(key, uploaded)
         record = _found(svc.repository.update_draft(client, record.draft_hash, upload_key=key))
+    if copy_rows(svc, source, record.draft_hash):  # the copy prints the same records
+        record = _found(svc.repository.get_draft(client, record.draft_hash))
     emit(svc, client, DRAFT_CREATED, draft_payload(record))
     return {"data": record}
 

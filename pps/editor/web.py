@@ -7,8 +7,14 @@ Pages (HTML, for the draft's own user only):
   ``preview`` (save, then show the preview step) or ``halt`` (save, then go to
   ``callback_halt``). Invalid values: 422 with the form again and nothing saved.
 * ``GET /editor/<hash>/preview``: every page large.
+* ``GET /editor/<hash>/proof``: every page of the print file with the trim marked and the
+  "I have checked it" checkbox (required when the client says so); its form finishes.
 * ``POST /editor/<hash>/finish``: (save the sent values and) mark the draft ``finished``,
-  then ``303`` to the shop's ``callback``.
+  then ``303`` to the shop's ``callback``. ``proof_approved`` records the proof approval.
+
+Every form carries ``base_version``, the draft version the page shows: a save made on an
+older version gets a ``409`` conflict page instead of overwriting (:mod:`pps.editor.autosave`;
+the JSON autosave is :mod:`pps.editor.autosave_web`).
 * ``GET /editor/<hash>/page/<n>.png``: a page of the saved draft (cached by version);
   ``POST`` the same URL with the form's values: the page rendered from them, not saved.
 
@@ -21,6 +27,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -29,7 +36,8 @@ from flask import Response, jsonify, render_template, request, session, url_for
 from pps.acl import remote as acl
 from pps.auth.callbacks import CALLBACK_PARAMS, editor_callbacks
 from pps.auth.way_back import from_session_entries
-from pps.auth.web import SESSION_EDITOR, logged_in_as
+from pps.auth.web import SESSION_EDITOR, exchange_handoff, logged_in_as
+from pps.editor.autosave import BadBaseVersion, form_base_version
 from pps.editor.csrf import check_csrf, csrf_token
 from pps.editor.model import (
     Exit,
@@ -55,9 +63,10 @@ from pps.files.rendering import (
     render_draft_values_image,
 )
 from pps.groups.membership import shares_group
-from pps.platform.errors import NotFound, PayloadTooLarge, PpsError
+from pps.platform.errors import BadRequest, NotFound, PayloadTooLarge, PpsError
 from pps.platform.http_headers import PAGE_CSP
 from pps.platform.models import DRAFT_STATES, Client, Draft, Template
+from pps.platform.repository import VersionConflict
 from pps.platform.storage import StoredFile
 from pps.preflight import preflight_and_store
 from pps.render import (
@@ -78,8 +87,17 @@ from pps.webhooks.events import DRAFT_FINISHED, DRAFT_UPDATED, draft_payload, em
 
 #: Steps this editor serves. ``embed`` (the editor framed by the shop) is not offered yet:
 #: every page here forbids framing.
-STEPS = ("edit", "preview")
+STEPS = ("edit", "preview", "proof")
 DEFAULT_STEP = "edit"
+_STEP_TEMPLATES = {
+    "edit": "editor_edit.html",
+    "preview": "editor_preview.html",
+    "proof": "editor_proof.html",
+}
+#: The proof step's checkbox ("I have checked spelling and layout").
+PROOF_FIELD = "proof_approved"
+#: Width of the proof's page images (pps.reviews.proof renders them with the trim marked).
+PROOF_WIDTH = 1200
 
 #: Pixel widths the page images come in: the edit step's live preview and the large
 #: preview. A fixed set keeps a customer from filling storage with one file per width.
@@ -133,6 +151,10 @@ class DraftLocked(PpsError):
     )
 
 
+class BadVersionField(BadRequest):
+    default_message = "The form's base_version is not a draft version. Reload the editor."
+
+
 class TooManyFields(PayloadTooLarge):
     default_message = (
         f"The form has more than {MAX_FORM_FIELDS} fields; this editor never sends that many."
@@ -177,6 +199,8 @@ def editor_save(draft_hash: str) -> Response:
         return saved
     ctx, draft = saved
     action = request.form.get("action", "save")
+    if action == "proof":
+        return _see_other(_step_url(draft.draft_hash, "proof"))
     if action == "halt":
         halt = ctx.exits["callback_halt"]
         if halt.href is not None:
@@ -189,7 +213,7 @@ def editor_save(draft_hash: str) -> Response:
 
 @bp.post("/editor/<draft_hash>/finish")
 def editor_finish(draft_hash: str) -> Response:
-    saved = _save_form(draft_hash, state="finished")
+    saved = _save_form(draft_hash, state="finished", approved=bool(request.form.get(PROOF_FIELD)))
     if isinstance(saved, Response):
         return saved
     ctx, draft = saved
@@ -399,26 +423,70 @@ def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Prob
     return errors
 
 
-def _save_form(draft_hash: str, *, state: str) -> tuple[EditorContext, Draft] | Response:
+def _save_form(
+    draft_hash: str, *, state: str, approved: bool = False
+) -> tuple[EditorContext, Draft] | Response:
     """Save the posted form's values with ``state``; the form again with ``422`` (nothing
-    saved) when they have problems."""
+    saved) when they have problems, a ``409`` conflict page when the form was made on an
+    older version of the draft, and the proof again with ``422`` when finishing needs the
+    proof approved and it was not."""
     ctx = _load(draft_hash)
     acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE, ctx.user)
     _check_form()
     if ctx.draft.locked:
         raise DraftLocked()
+    try:
+        base = form_base_version(request.form)
+    except BadBaseVersion:
+        raise BadVersionField() from None
     submitted = submitted_values(request.form, ctx.fields)
     values = {**ctx.shown_values, **submitted}
+    if base is not None and base != ctx.draft.version:
+        return _conflict_page(ctx, submitted)
+    if state == "finished" and not approved and proof_required(ctx.client.identifier):
+        return _page(ctx, "proof", values=ctx.shown_values, errors={}, status=422, proof_error=True)
     errors = _problems(ctx, values)
     if errors:
         return _page(ctx, "edit", values=values, errors=errors, status=422)
-    return ctx, _save(ctx, submitted, state=state)
+    try:
+        return ctx, _save(ctx, submitted, state=state, base=base, approved=approved)
+    except VersionConflict:  # changed between the check above and the write
+        return _conflict_page(_load(draft_hash), submitted)
 
 
-def _save(ctx: EditorContext, submitted: dict[str, str], *, state: str) -> Draft:
+def proof_required(client: str) -> bool:
+    """Whether the client's customers must approve the proof before Finish."""
+    return services().integrations.settings(client).proof_required
+
+
+def _conflict_page(ctx: EditorContext, submitted: dict[str, str]) -> Response:
+    """``409``: the draft changed since the page was loaded; nothing was saved. A form with
+    values shows them again on the current version, so saving again is an explicit "keep
+    mine"; a finish without values shows the current proof to check again."""
+    if submitted:
+        values = {**ctx.shown_values, **submitted}
+        return _page(ctx, "edit", values=values, errors={}, status=409, conflict=True)
+    return _page(ctx, "proof", values=ctx.shown_values, errors={}, status=409, conflict=True)
+
+
+def _save(
+    ctx: EditorContext,
+    submitted: dict[str, str],
+    *,
+    state: str,
+    base: int | None = None,
+    approved: bool = False,
+) -> Draft:
+    """Store ``submitted`` over the draft's values as a new version (only if the draft is
+    still at ``base``, else :class:`VersionConflict`), preflight it, tell the webhooks."""
     values = {**ctx.draft.values, **submitted}
     draft = services().repository.update_draft(
-        ctx.client.identifier, ctx.draft.draft_hash, values=values, state=state
+        ctx.client.identifier,
+        ctx.draft.draft_hash,
+        values=values,
+        state=state,
+        expected_version=base,
+        proof_approved_at=datetime.now(UTC) if approved else None,
     )
     if draft is None:  # deleted by the shop meanwhile
         raise DesignNotFound()
@@ -550,6 +618,9 @@ def _send_stored(stored: StoredFile) -> Response:
 
 
 def _show(draft_hash: str, step: str | None) -> Response:
+    exchanged = exchange_handoff()
+    if exchanged is not None:
+        return exchanged
     ctx = _load(draft_hash)
     acl.guard(services(), ctx.draft, acl.EDITOR_OPEN, ctx.user)
     if step is None:
@@ -567,6 +638,8 @@ def _page(
     values: dict[str, str],
     errors: dict[str, list[Problem]],
     status: int,
+    conflict: bool = False,
+    proof_error: bool = False,
 ) -> Response:
     t = ctx.t
     draft = ctx.draft
@@ -585,12 +658,12 @@ def _page(
         notice_keys.append("form.finished")
     notices = [t(key) for key in notice_keys]
     width = EDIT_WIDTH if step == "edit" else LARGE_WIDTH
-    pages = _page_views(ctx, width)
+    pages = _proof_views(ctx) if step == "proof" else _page_views(ctx, width)
     exits = ctx.exits
     callback_target = request.args.get("callback_target", "")
     template_name = ctx.template.name if ctx.template is not None else draft.template_identifier
     body = render_template(
-        "editor_edit.html" if step == "edit" else "editor_preview.html",
+        _STEP_TEMPLATES[step],
         t=t,
         locale=t.locale,
         draft=draft,
@@ -613,6 +686,11 @@ def _page(
         finish_url=_carried_url("web.editor_finish", draft.draft_hash),
         csrf_token=csrf_token(),
         target=callback_target if callback_target in _TARGET_NAME else "",
+        conflict=conflict,
+        proof_error=proof_error,
+        proof_required=proof_required(ctx.client.identifier),
+        proof_url=_step_url(draft.draft_hash, "proof"),
+        autosave_url=url_for("web.editor_autosave", draft_hash=draft.draft_hash),
     )
     response = Response(body, status=status, mimetype="text/html")
     response.headers["Content-Security-Policy"] = _editor_csp(exits.values())
@@ -652,6 +730,33 @@ def _page_views(ctx: EditorContext, width: int) -> list[PageView]:
                 height=size[1],
                 fields=" ".join(f"f-{index}" for index in used[page]),
                 alt=ctx.t("preview.alt", page=page + 1, pages=total),
+                caption=ctx.t("preview.page", page=page + 1, pages=total),
+            )
+        )
+    return views
+
+
+def _proof_views(ctx: EditorContext) -> list[PageView]:
+    """The proof's pages: the print file with trim and bleed marked (pps.reviews.proof)."""
+    if ctx.spec is None:
+        return []
+    spec = ctx.spec
+    total = spec.page_count
+    # The print file's pages are trim plus bleed on every side.
+    bleed = 2 * spec.bleed
+    size = (PROOF_WIDTH, round(PROOF_WIDTH * (spec.height + bleed) / (spec.width + bleed)))
+    views = []
+    for page in range(total):
+        url = url_for("web.editor_proof_image", draft_hash=ctx.draft.draft_hash, page=page)
+        views.append(
+            PageView(
+                number=page + 1,
+                src=f"{url}?{urlencode({'v': ctx.draft.version})}",
+                render_url="",
+                width=size[0],
+                height=size[1],
+                fields="",
+                alt=ctx.t("proof.alt", page=page + 1, pages=total),
                 caption=ctx.t("preview.page", page=page + 1, pages=total),
             )
         )

@@ -120,6 +120,10 @@ class Draft:
     #: Variant identifiers the editor may offer (None: every variant of the template).
     available_variants: tuple[str, ...] | None = None
     theme: str | None = None
+    #: The customer confirmed the proof in the editor (pps.editor): when, and the draft's
+    #: version right after that Finish (equal to ``version`` until the draft changes again).
+    proof_approved_at: datetime | None = None
+    proof_approved_version: int | None = None
 
     @property
     def variant_identifier(self) -> str | None:

@@ -9,6 +9,10 @@
   file storage, and a job queued in a process that stops is lost (its drafts stay
   ``pending``). Good for development and small installations.
 
+Notifications of a job (``stateChangedNotifyUrl``) never wait in the job: it queues them in
+the webhook outbox, and a dispatcher (the app's, or ``pps worker``'s main process) sends
+them (:mod:`pps.webhooks.notifications`).
+
 No Flask here: the app passes a runner, the RQ worker builds services from settings. The
 functions RQ calls live in :mod:`pps.processing.worker`, beside the services they build
 (this module is imported by :mod:`pps.platform.services`, so it names them by their import
@@ -137,6 +141,10 @@ class Dispatch(Protocol):
 
     def wake(self) -> None:
         """Look at the outbox now (something was just queued)."""
+        ...
+
+    def drain(self, timeout: float) -> bool:
+        """Send what is due now, waiting up to ``timeout`` s (a worker about to exit)."""
         ...
 
     def close(self, timeout: float | None = None) -> None: ...

@@ -50,7 +50,7 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
     queue = Queue(QUEUE_NAME, connection=connection)
     # Webhook events of the jobs (processing.state_changed) are queued by the work horses
     # and delivered from here, the worker's main process (see pps.webhooks.dispatcher).
-    current_app.extensions["pps"].dispatcher()
+    dispatcher = current_app.extensions["pps"].dispatcher()
     worker_class = SimpleWorker if simple else Worker
     click.echo(
         f"pps worker: {'simple' if simple else 'forking'} worker on queue {QUEUE_NAME}"
@@ -64,3 +64,7 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
     finally:
         configure_worker(None)
         connection.close()
+    if burst and dispatcher is not None:
+        # What the jobs queued is due now; a message waiting for a retry stays queued.
+        s = settings
+        dispatcher.drain(s.notify_timeout * 2 + max(s.webhook_timeout, s.notify_timeout))

@@ -3,7 +3,9 @@
 Plain Python, no Flask: the RQ worker and the in-process thread both call
 :func:`run_processing` with the pieces of :class:`ProcessingJob`. Drafts are rendered one
 after another in the order the shop listed them; after every state change the stored
-status is read back and handed to the notifier, which delivers it from a thread of its own.
+status is read back and handed to the notifier, which queues it in the webhook outbox
+(:mod:`pps.webhooks.notifications`): the dispatcher delivers it, durable and retried, and
+no job ever waits for the shop's receiver.
 
 A job may run more than once (RQ retries, a second worker picking up the same id, a resumed
 job after a crash): drafts already final are skipped, and the store's guarded updates keep
@@ -28,11 +30,11 @@ from pps.platform.repository.processing import (
     Processing,
     ProcessingStore,
 )
-from pps.platform.settings import Settings
 from pps.platform.storage import StoredFile
-from pps.processing.notify import Notifier, drain_time, open_notifier
+from pps.processing.notify import Notifier, NullNotifier
 from pps.render import RenderError
 from pps.webhooks.events import PROCESSING_STATE_CHANGED, emit
+from pps.webhooks.notifications import OutboxNotifier
 
 __all__ = [
     "ProcessingJob",
@@ -76,7 +78,6 @@ def job_from_services(services: JobServices) -> ProcessingJob:
     """A :class:`ProcessingJob` rendering with ``services``' storage and settings."""
     from pps.files.rendering import render_draft_file, variable_rows
 
-    settings: Settings = services.settings
     storage = services.storage
     rows = services.variable_data
 
@@ -85,33 +86,24 @@ def job_from_services(services: JobServices) -> ProcessingJob:
         return render_draft_file(storage, draft, template, "print", records=records)
 
     def notifier(processing: Processing) -> Notifier:
-        hosts: tuple[str, ...] = ()
-        if processing.notify_url:
-            hosts = services.integrations.settings(processing.client_identifier).allowed_hosts
-        return open_notifier(
+        if not processing.notify_url:
+            return NullNotifier()
+        return OutboxNotifier(
+            services,
+            processing.client_identifier,
             processing.notify_url,
-            timeout=settings.notify_timeout,
-            attempts=settings.notify_attempts,
-            backoff=settings.notify_backoff,
-            allow_private=settings.notify_allow_private,
-            allowed_hosts=hosts,
-            label=processing.processing_id,
+            topic=f"processing:{processing.processing_id}",
         )
 
     def announce(client: str, status: dict[str, Any]) -> object:
         return emit(services, client, PROCESSING_STATE_CHANGED, status)
 
-    drain = drain_time(
-        timeout=settings.notify_timeout,
-        attempts=settings.notify_attempts,
-        backoff=settings.notify_backoff,
-    )
     return ProcessingJob(
         store=services.processings,
         repository=services.repository,
         render=render,
         notifier=notifier,
-        notify_drain=drain,
+        notify_drain=0.0,  # the outbox keeps what is not sent yet
         announce=announce,
     )
 

@@ -39,6 +39,7 @@ from pps.render.model import (
     TemplateSpec,
     TextElement,
 )
+from pps.render.stream import PageStream
 
 __all__ = ["LOW_RES_DPI", "render_low_res_pdf", "render_print_pdf", "render_records_pdf"]
 
@@ -92,8 +93,11 @@ def render_records_pdf(
     record order, written to ``out``; returns the number of records.
 
     One reportlab canvas takes every record as it comes (``records`` may be a generator
-    over a database cursor), so memory grows only by the compressed page streams, and each
-    font is embedded (subset) once per document instead of once per record. Layouts and
+    over a database cursor) and each page goes to ``out`` as soon as it is drawn
+    (:class:`pps.render.stream.PageStream`), so memory stays flat however many records
+    there are, and each font is embedded (subset) once per document instead of once per
+    record. (Templates with PDF artwork, which pikepdf lays under the pages afterwards,
+    keep every page until the end: their memory grows with the records.) Layouts and
     QR matrices that repeat are served from :mod:`pps.render.layout`'s caches. A record
     that cannot be drawn raises :class:`InvalidValues` with its keys named
     ``row <n>.<DataKey>`` (records counted from 1).
@@ -102,28 +106,48 @@ def render_records_pdf(
     loader = as_loader(assets)
     pages = range(len(spec.pages))
     count = 0
+    artwork = any(isinstance(page.background, PdfBackground) for page in spec.pages)
     with RENDER_LOCK:
         composer = _Composer(spec, loader, Prepared(texts={}, qrs={}), mode)
+        if not artwork:
+            canvas = composer.open(BytesIO())
+            stream = PageStream(canvas, out)
+            count = _draw_records(composer, canvas, spec, records, loader, pages)
+            stream.close()
+            return count
         # The canvas spools to disk past a few MB, so a long run does not hold the file twice.
         with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024) as spool:
             canvas = composer.open(spool)
-            for count, record in enumerate(records, start=1):
-                try:
-                    composer.prepared = prepare(spec, record, loader, pages)
-                except InvalidValues as exc:
-                    raise InvalidValues(
-                        {f"row {count}.{key}": found for key, found in exc.problems.items()}
-                    ) from None
-                for page_index in pages:
-                    composer.draw(canvas, (count - 1) * len(pages) + page_index, page_index)
-            if count == 0:
-                raise RenderOptionError("records must hold at least one record")
+            count = _draw_records(composer, canvas, spec, records, loader, pages)
             canvas.save()
             spool.seek(0)
             if composer.underlays:
                 composer.underlay_into(spool, out)
             else:
                 shutil.copyfileobj(spool, out)
+    return count
+
+
+def _draw_records(
+    composer: _Composer,
+    canvas: Canvas,
+    spec: TemplateSpec,
+    records: Iterable[Mapping[str, object]],
+    loader: AssetLoader,
+    pages: range,
+) -> int:
+    count = 0
+    for count, record in enumerate(records, start=1):
+        try:
+            composer.prepared = prepare(spec, record, loader, pages)
+        except InvalidValues as exc:
+            raise InvalidValues(
+                {f"row {count}.{key}": found for key, found in exc.problems.items()}
+            ) from None
+        for page_index in pages:
+            composer.draw(canvas, (count - 1) * len(pages) + page_index, page_index)
+    if count == 0:
+        raise RenderOptionError("records must hold at least one record")
     return count
 
 

@@ -67,12 +67,13 @@ MAX_REVIEWERS = 100
 
 
 class ReviewRuleBroken(ValueError):
-    """The change is not allowed in the review's state; the message says why (in English,
-    for the API), ``code`` names the reviewer's message in the catalogues."""
+    """The change is not allowed in the review's state; the message says why (in English),
+    ``code`` and ``params`` name it for the reviewer's page in the reader's language."""
 
-    def __init__(self, message: str, code: str | None = None) -> None:
+    def __init__(self, message: str, code: str = "", **params: object) -> None:
         super().__init__(message)
         self.code = code
+        self.params = params
 
 
 class ReviewClosed(ReviewRuleBroken):
@@ -167,18 +168,21 @@ def decide(
     """Record a reviewer's ``approve`` or ``reject``; the review may close with it."""
     _open(review)
     if review.reviewer(user_identifier) is None:
-        raise ReviewRuleBroken("You are not a reviewer of this proof.", "review.rule.not_reviewer")
+        raise ReviewRuleBroken(
+            "You are not a reviewer of this proof.", "review.problem.not_reviewer"
+        )
     if decision not in DECISIONS:
-        raise ReviewRuleBroken("Choose approve or reject.", "review.rule.choose")
+        raise ReviewRuleBroken("Choose approve or reject.", "review.problem.choose")
     text = comment.strip()
     if len(text) > MAX_COMMENT:
         raise ReviewRuleBroken(
             f"The comment must be at most {MAX_COMMENT} characters long.",
-            "review.rule.comment_too_long",
+            "review.problem.comment_too_long",
+            limit=MAX_COMMENT,
         )
     if decision == REJECT and not text:
         raise ReviewRuleBroken(
-            "Say what must change: a rejection needs a comment.", "review.rule.comment_needed"
+            "Say what must change: a rejection needs a comment.", "review.problem.comment_needed"
         )
     stored = DECISIONS[decision]
     reviewers = tuple(

@@ -3,17 +3,17 @@
 Each change reads the review, applies a rule of :mod:`pps.reviews.model`, and writes the
 result guarded by the review's revision; when another write came first, the change is
 applied again to what is stored now (a few times at most). When a change closes the
-review, the shop hears of it at ``closeCallbackURL``: the review's state as JSON, POSTed
-by the notifier of batch processing (:mod:`pps.processing.notify`: the same SSRF checks at
-submission and at send time, no redirects, retries with backoff) from a thread, so no
-request waits for the shop.
+review, the shop hears of it at ``closeCallbackURL``: the review's state as JSON, queued in
+the webhook outbox (:mod:`pps.webhooks.notifications`: durable, the same SSRF checks at
+submission and at send time, no redirects, retries with backoff, the client's bounded
+concurrency, signed with its webhook secret) and sent by the dispatcher, so no request
+waits for the shop, however slow it is.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,14 +24,20 @@ from pps.files.rendering import RenderPolicy, template_spec
 from pps.platform.errors import Conflict, NotFound, PpsError, ValidationFailed
 from pps.platform.models import Draft, Template
 from pps.platform.services import Services
-from pps.processing.notify import ForbiddenTarget, check_notify_url, drain_time, open_notifier
+from pps.processing.notify import ForbiddenTarget, check_notify_url
 from pps.reviews import model
 from pps.reviews.model import MAX_REVIEWERS, Review, ReviewClosed, ReviewRuleBroken
 from pps.reviews.proof import print_pdf, proof_pdf, proof_pdf_key
 from pps.reviews.store import ReviewStore, StaleReview
+from pps.webhooks.notifications import (
+    REVIEW_CLOSED_NOTIFICATION,
+    REVIEW_PDF_NOTIFICATION,
+    notify,
+)
 
 __all__ = [
     "REVIEW_NOT_FOUND",
+    "DecisionRefused",
     "ReviewContext",
     "Reviews",
     "notify_in_background",
@@ -45,7 +51,8 @@ NOT_A_USER = "No user with this identifier exists for this client."
 #: Tries of one change against concurrent writes before giving up with a 409.
 ATTEMPTS = 5
 
-Sender = Callable[[str, dict[str, Any], str], None]
+#: ``(client, kind, url, payload, topic)``: queue a notification, never wait for it.
+Sender = Callable[[str, str, str, dict[str, Any], str], None]
 
 
 def utcnow() -> datetime:
@@ -53,28 +60,22 @@ def utcnow() -> datetime:
 
 
 def notify_in_background(svc: Services) -> Sender:
-    """POST a payload to a URL through the batch notifier, from a thread of its own."""
-    settings = svc.settings
+    """Queue a notification in the webhook outbox; the dispatcher sends it."""
 
-    def send(url: str, payload: dict[str, Any], label: str) -> None:
-        notifier = open_notifier(
-            url,
-            timeout=settings.notify_timeout,
-            attempts=settings.notify_attempts,
-            backoff=settings.notify_backoff,
-            allow_private=settings.notify_allow_private,
-            label=label,
-        )
-        notifier.send(payload)
-        drain = drain_time(
-            timeout=settings.notify_timeout,
-            attempts=settings.notify_attempts,
-            backoff=settings.notify_backoff,
-        )
-        # close() waits for the delivery and its retries; nobody needs to wait for that.
-        threading.Thread(target=notifier.close, args=(drain,), daemon=True).start()
+    def send(client: str, kind: str, url: str, payload: dict[str, Any], topic: str) -> None:
+        notify(svc, client, kind, url, payload, topic)
 
     return send
+
+
+class DecisionRefused(ValidationFailed):
+    """A rule of the review refused the change (422); ``code`` and ``params`` let the
+    reviewer's page say so in the reader's language."""
+
+    def __init__(self, rule: ReviewRuleBroken) -> None:
+        super().__init__(str(rule), errors={"decision": [str(rule)]})
+        self.code = rule.code
+        self.params = rule.params
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class Reviews:
         if len(reviewers) > MAX_REVIEWERS:
             errors.setdefault("user", []).append(f"A review has at most {MAX_REVIEWERS} reviewers.")
         if close_callback_url:
-            problem = self._url_problem(close_callback_url)
+            problem = self._url_problem(client, close_callback_url)
             if problem is not None:
                 errors["closeCallbackURL"] = [problem]
         if remote_acl:
@@ -185,7 +186,7 @@ class Reviews:
     def create_pdf(self, client: str, review_id: str, notify_url: str | None) -> Review:
         """Render the proof PDF now, keep it for the file endpoint, notify ``notify_url``."""
         if notify_url:
-            problem = self._url_problem(notify_url)
+            problem = self._url_problem(client, notify_url)
             if problem is not None:
                 raise ValidationFailed(errors={"notifyCallbackURL": [problem]})
         for _ in range(ATTEMPTS):
@@ -203,7 +204,9 @@ class Reviews:
                 continue
             if notify_url:
                 payload = {**stored.status(), "pdfUrl": self.pdf_url(stored)}
-                self.send(notify_url, payload, f"review-pdf-{review_id}")
+                self.send(
+                    client, REVIEW_PDF_NOTIFICATION, notify_url, payload, f"review-pdf:{review_id}"
+                )
             return stored
         raise Conflict("The review kept changing while its PDF was made; try again.")
 
@@ -248,9 +251,7 @@ class Reviews:
             except ReviewClosed as exc:
                 raise Conflict(str(exc)) from None
             except ReviewRuleBroken as exc:
-                failed = ValidationFailed(str(exc), errors={"decision": [str(exc)]})
-                failed.page = exc.code  # the reviewer's page words it from the catalogue
-                raise failed from None
+                raise DecisionRefused(exc) from None
             if changed is review:
                 return review
             try:
@@ -268,15 +269,24 @@ class Reviews:
             "review %s of client %s is %s", review.review_id, review.client_identifier, review.state
         )
         if review.close_callback_url:
-            self.send(review.close_callback_url, review.status(), f"review-{review.review_id}")
+            self.send(
+                review.client_identifier,
+                REVIEW_CLOSED_NOTIFICATION,
+                review.close_callback_url,
+                review.status(),
+                f"review:{review.review_id}",
+            )
 
     def _check_user(self, client: str, user: str) -> None:
         if not self.svc.repository.user_exists(client, user):
             raise ValidationFailed(errors={"userIdentifier": [NOT_A_USER]})
 
-    def _url_problem(self, url: str) -> str | None:
+    def _url_problem(self, client: str, url: str) -> str | None:
+        hosts = self.svc.integrations.settings(client).allowed_hosts
         try:
-            check_notify_url(url, allow_private=self.svc.settings.notify_allow_private)
+            check_notify_url(
+                url, allow_private=self.svc.settings.notify_allow_private, allowed_hosts=hosts
+            )
         except ForbiddenTarget as exc:
             return str(exc)
         return None

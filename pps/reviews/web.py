@@ -11,11 +11,16 @@
 
 Only the review's users: without a login ``401``, a login of someone else ``403``, a
 review of another client ``404``, all as HTML pages.
+
+The page speaks the reader's language: ``?locale=en|de`` (kept through the decision's
+form and redirect), else the user's locale, else English. Every text comes from the
+gettext catalogues (``review.*`` codes), as the editor's do (:mod:`pps.web.i18n`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from flask import Blueprint, Response, current_app, render_template, request, url_for
@@ -28,10 +33,9 @@ from pps.platform.http_headers import PAGE_CSP
 from pps.render import RenderError
 from pps.reviews.model import APPROVE, MAX_COMMENT, REJECT, Review
 from pps.reviews.proof import PROOF_WIDTHS, proof_page_image
-from pps.reviews.service import ReviewContext, Reviews
+from pps.reviews.service import DecisionRefused, ReviewContext, Reviews
 from pps.web.common import services
-from pps.web.error_pages import page_locale
-from pps.web.i18n import Translator
+from pps.web.i18n import Translator, normalize_locale
 
 __all__ = ["bp"]
 
@@ -115,12 +119,16 @@ def review_decide(review_id: str) -> Response:
             comment,
             draft_version=version,
         )
+    except DecisionRefused as exc:
+        t = _translator(visit)
+        problem = t(exc.code, **exc.params) if exc.code and t.knows(exc.code) else exc.message
+        return _page(visit, comment=comment, problem=problem, status=422)
     except ValidationFailed as exc:
-        t = Translator(page_locale())
-        shown = t(exc.page, limit=MAX_COMMENT) if exc.page and t.knows(exc.page) else exc.message
-        return _page(visit, comment=comment, problem=shown, status=422)
+        return _page(visit, comment=comment, problem=exc.message, status=422)
     response = Response(status=303)
-    response.headers["Location"] = url_for("review_pages.review_page", review_id=review_id)
+    response.headers["Location"] = url_for(
+        "review_pages.review_page", review_id=review_id, **_asked_locale()
+    )
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -160,13 +168,34 @@ def review_page_image(review_id: str, page: int) -> Response:
 
 # -- the page ----------------------------------------------------------------------------
 
-#: Message codes of a reviewer's decision and of the review's state.
-_DECISION_LABELS = {
+#: A reviewer's decision -> its message code.
+_DECISION_CODES = {
     "approved": "review.decision.approved",
     "rejected": "review.decision.rejected",
     None: "review.decision.none",
 }
-_STATES = ("open", "approved", "rejected", "closed")
+#: A review's state -> its message code.
+_STATE_CODES = {
+    "open": "review.state.open",
+    "approved": "review.state.approved",
+    "rejected": "review.state.rejected",
+    "closed": "review.state.closed",
+}
+
+
+def _asked_locale() -> dict[str, Any]:
+    """``{"locale": ...}`` when the URL asked for a language this page speaks."""
+    asked = normalize_locale(request.args.get("locale"))
+    return {"locale": asked} if asked else {}
+
+
+def _translator(visit: Visit) -> Translator:
+    """``?locale=``, else the reviewer's own locale, else English."""
+    asked = _asked_locale().get("locale")
+    if asked is None:
+        user = services().repository.get_user(visit.ctx.review.client_identifier, visit.user)
+        asked = normalize_locale(user.locale if user is not None else None)
+    return Translator(asked or "en")
 
 
 def _image_url(review_id: str, page: int) -> str:
@@ -181,7 +210,6 @@ class PageView:
 
 
 def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Response:
-    t = Translator(page_locale())
     ctx = visit.ctx
     review: Review = ctx.review
     try:
@@ -189,27 +217,29 @@ def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Re
         page_count, size = spec.page_count, (spec.width, spec.height, spec.bleed)
     except TemplateNotRenderable:
         page_count, size = 0, None
+    t = _translator(visit)
     query = urlencode({"v": ctx.draft.version})
     pages = [
         PageView(
             number=page + 1,
             src=f"{_image_url(review.review_id, page)}?{query}",
-            alt=t("review.alt", page=page + 1, pages=page_count),
+            alt=t("review.page_alt", number=page + 1, count=page_count),
         )
         for page in range(page_count)
     ]
     mine = review.reviewer(visit.user)
+    state_code = _STATE_CODES.get(review.state)
     body = render_template(
         "review.html",
+        t=t,
+        locale=t.locale,
         review=review,
         template_name=ctx.template.name,
         draft=ctx.draft,
         size=size,
         pages=pages,
-        t=t,
-        locale=t.locale,
-        state_label=t(f"review.state.{review.state}") if review.state in _STATES else review.state,
-        decision_labels={key: t(code) for key, code in _DECISION_LABELS.items()},
+        state_label=t(state_code) if state_code else review.state,
+        decision_labels={key: t(code) for key, code in _DECISION_CODES.items()},
         mine=mine,
         comment=comment,
         problem=problem,
@@ -217,7 +247,7 @@ def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Re
         approve=APPROVE,
         reject=REJECT,
         csrf_token=csrf_token(),
-        action=url_for("review_pages.review_decide", review_id=review.review_id),
+        action=url_for("review_pages.review_decide", review_id=review.review_id, **_asked_locale()),
     )
     response = Response(body, status=status, mimetype="text/html")
     response.headers["Content-Security-Policy"] = PAGE_CSP

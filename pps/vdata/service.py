@@ -15,7 +15,7 @@ from pps.platform.services import Services
 from pps.vdata.rows import RowProblems, check_rows, rows_from_table, text_values
 from pps.vdata.tabular import ColumnMapping, TableError, read_table, resolve_mapping
 
-__all__ = ["RowsRefused", "import_table", "put_rows"]
+__all__ = ["RowsRefused", "copy_rows", "import_table", "put_rows"]
 
 
 class RowsRefused(ValueError):
@@ -104,3 +104,16 @@ def put_rows(
             return False
         _check(svc, draft, template, [{**stored, **values}], first_row=index + 1)
     return bool(svc.variable_data.update(draft.client_identifier, draft.draft_hash, changes))
+
+
+def copy_rows(svc: Services, source: Draft, target_hash: str) -> int:
+    """Give a copy of ``source`` (replicate) the source's rows; how many were copied.
+
+    The rows are not checked again: the copy has the source's template and variant, and a
+    row renders over the copy's values as it does over the source's (the request's
+    ``apiDefaultValues`` fill only what a row leaves empty or unmapped).
+    """
+    if source.record_count == 0:
+        return 0
+    copied = svc.variable_data.copy(source.client_identifier, source.draft_hash, target_hash)
+    return copied or 0

@@ -34,7 +34,9 @@ logged in then). A refused token's `jti` is not used up.
 
 EDITOR = """\
 Browser page, for the user logged in through `/auth`. `step` is `edit` (a form with one
-input per DataKey and a live preview) or `preview` (every page large); without a step the
+input per DataKey and a live preview), `preview` (every page large) or `proof` (every page of
+the print file with the trim marked, a checkbox "I have checked spelling and layout", required
+when the client's proof approval is required, and the Finish button); without a step the
 editor opens at the step last visited (`edit` at first). Query parameters as the shop sends
 them: `callback`, `callback_cancel`, `callback_halt` (standard base64 of a URL,
 URL-encoded), `callback_target`, `locale` (`en` or `de`; remembered for the session).
@@ -56,14 +58,41 @@ or `halt` (then `303` to `callback_halt`). Values are checked against the templa
 keys, maximum length, fitting their box); on a problem the answer is `422` with the form and
 a message beside each field, and nothing is saved. Saving sets the draft's state to
 `edited` and bumps its version. More than 1000 form fields or a body over the size limit:
-`413`.
+`413`. `base_version` (hidden, the draft version the page showed): when the draft has
+another version now (changed through the API or in another window) the answer is `409` with
+the form showing the sent values on the current version and nothing is saved; sending that
+form again overwrites (a form without `base_version` is not checked). `action=proof` saves,
+then `303` to the proof step.
 """
 
 EDITOR_FINISH = """\
 Finish personalizing: with `csrf_token` and optionally the form's `v:<DataKey>` values
 (saved first, checked as for saving). The draft's state becomes `finished` and the browser
 is sent (`303`) to the decoded `callback`, unchanged. When no callback may be followed the
-answer is `303` to the preview step. Errors as for saving.
+answer is `303` to the preview step. Errors as for saving (`409` with `base_version` of an
+older version: the current proof again). `proof_approved=1` (the proof step's checkbox)
+records the approval on the draft (`proofApprovedAt`, `proofApprovedVersion`); when the
+client requires it (`pps client proof-approval <id> --required`) finishing without it is a
+`422` with the proof again, and nothing changes.
+"""
+
+EDITOR_AUTOSAVE = """\
+The editor's script saves while the customer types (one second after the last change and
+when a field is left). JSON body `{"baseVersion": <the draft version the page shows>,
+"values": {"<DataKey>": "<text>"}}` (keys the template does not have are ignored), the
+page's CSRF token in `X-CSRF-Token`, the editor's session. Values are checked as for the
+form; valid ones are stored as a new draft version (state `edited`), answered
+`{"success": true, "version", "state", "changed"}` (`changed` false when they were stored
+already: no new version). `409` `{"conflict": true, "currentVersion"}` when the draft is at
+another version (changed through the API or in another window): nothing is saved; the
+same values sent with `baseVersion` = `currentVersion` overwrite. Every answer is JSON.
+"""
+
+EDITOR_PROOF_IMAGE = """\
+A page (`page` counted from 0) of the draft's print file as PNG, 1200 pixels wide, bleed
+included, the trim box drawn as a solid line and the bleed under a light veil: the proof
+step's images. Cached per draft version (`?v=`). `422` (JSON) when the saved values cannot
+be rendered.
 """
 
 EDITOR_IMAGE = """\
@@ -120,6 +149,8 @@ _PAGE_ERRORS = {
     404: "HTML error page: no such draft, step or page for this login.",
     405: "HTML error page: HEAD (a link scanner's probe must not use up the login).",
     413: "HTML error page: too many form fields or a body over the size limit.",
+    409: "HTML: the draft changed since the page was loaded (the form again with the sent "
+    "values on the current version; nothing saved), or the shop locked it (error page).",
     422: "The form again (HTML), with a message beside each invalid field.",
     429: "JSON error: previews requested too fast; `Retry-After` says when to try again.",
     503: "HTML error page: a backing service is unavailable; nothing was done.",
@@ -232,7 +263,73 @@ PAGES: dict[str, dict[str, dict[str, Any]]] = {
             "Save the editor's form",
             EDITOR_FORM,
             {"303": {"description": "Saved; redirect to the next page.", "headers": _LOCATION}},
-            (400, 401, 403, 404, 413, 422, 503),
+            (400, 401, 403, 404, 409, 413, 422, 503),
+        )
+    },
+    "web.editor_autosave": {
+        "post": {
+            "tags": ["Auth"],
+            "summary": "Autosave the editor's values (JSON, from the editor's script)",
+            "description": EDITOR_AUTOSAVE,
+            "security": [],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["baseVersion", "values"],
+                            "properties": {
+                                "baseVersion": {"type": "integer", "minimum": 1},
+                                "values": {
+                                    "type": "object",
+                                    "additionalProperties": {"type": "string"},
+                                },
+                            },
+                        }
+                    }
+                },
+            },
+            "responses": {
+                "200": {
+                    "description": "Saved (or nothing to save).",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "success": {"type": "boolean"},
+                                    "version": {"type": "integer"},
+                                    "state": {"type": "string"},
+                                    "changed": {"type": "boolean"},
+                                },
+                            }
+                        }
+                    },
+                },
+                **{
+                    str(status): _json_error(text)
+                    for status, text in {
+                        400: "The body is not JSON, or the CSRF header is missing.",
+                        401: "Not logged in for this draft.",
+                        403: "A wrong CSRF token.",
+                        404: "No such draft.",
+                        409: "The draft changed meanwhile (`currentVersion`), or it is locked.",
+                        415: "The body is not `application/json`.",
+                        422: "Values the template refuses, or a body of the wrong shape.",
+                        429: "Saves sent too fast; `Retry-After` says when to try again.",
+                        503: "A backing service is unavailable; nothing was saved.",
+                    }.items()
+                },
+            },
+        }
+    },
+    "web.editor_proof_image": {
+        "get": _page(
+            "A page of the design's print file as PNG, trim marked (the proof step)",
+            EDITOR_PROOF_IMAGE,
+            {"200": _binary("image/png", "The PNG.")},
+            (401, 404, 503),
         )
     },
     "web.editor_finish": {
@@ -245,7 +342,7 @@ PAGES: dict[str, dict[str, dict[str, Any]]] = {
                     "headers": _LOCATION,
                 }
             },
-            (400, 401, 403, 404, 413, 422, 503),
+            (400, 401, 403, 404, 409, 413, 422, 503),
         )
     },
     "web.editor_page_image": {

@@ -18,10 +18,18 @@ slots either way.
 
 Where it runs: every app process starts one with its first event (threads, started again
 after a fork), and ``pps worker`` runs one in its main process, which delivers the events
-of batch jobs rendered in its work horses. The outbox is in the database, so deliveries
-survive restarts, any running dispatcher picks up what is due (polling every
-``PPS_WEBHOOK_POLL`` seconds, at once when woken by a local event), and a lease on each
-claimed delivery keeps two dispatchers from sending the same attempt.
+and notifications of batch jobs rendered in its work horses (``--burst`` lets it send what
+is due before exiting).
+
+What it sends: webhook deliveries, and notifications to a URL the shop gave with a call
+(``stateChangedNotifyUrl``, ``closeCallbackURL``, ``notifyCallbackURL``; see
+:mod:`pps.webhooks.notifications`), the latter with ``PPS_NOTIFY_TIMEOUT``,
+``PPS_NOTIFY_ATTEMPTS`` and ``PPS_NOTIFY_BACKOFF``, in order per topic.
+
+The outbox is in the database, so deliveries survive restarts, any running dispatcher
+picks up what is due (polling every ``PPS_WEBHOOK_POLL`` seconds, at once when woken by a
+local event), and a lease on each claimed delivery keeps two dispatchers from sending the
+same attempt.
 
 Health (``status`` of a webhook): a failed attempt makes an operational webhook degraded
 (1), a message given up makes it broken (2), and any success makes it operational (0).
@@ -32,8 +40,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Protocol
 
 from pps.platform.repository.integrations import Delivery, SqlIntegrationStore
@@ -94,6 +104,19 @@ class Dispatcher:
         with self._idle:
             self._idle.wait_for(lambda: not any(self._in_flight.values()), limit)
 
+    def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until nothing is due or in flight (``pps worker --burst``
+        before it exits); True when the outbox has nothing left to send now. Messages
+        waiting for a later retry stay in the outbox for the next dispatcher."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._wake.set()
+            due = self._store.next_due()
+            if not self.in_flight() and (due is None or due > datetime.now(UTC)):
+                return True
+            time.sleep(0.05)
+        return False
+
     def in_flight(self) -> dict[str, int]:
         with self._lock:
             return {client: n for client, n in self._in_flight.items() if n}
@@ -114,7 +137,7 @@ class Dispatcher:
         if free <= 0:
             return
         busy = {client for client, n in in_flight.items() if n >= self._per_client}
-        lease = self._settings.webhook_timeout + LEASE_MARGIN
+        lease = max(self._settings.webhook_timeout, self._settings.notify_timeout) + LEASE_MARGIN
         claimed = self._store.claim_due(
             limit=free,
             lease=lease,
@@ -139,14 +162,22 @@ class Dispatcher:
                 self._idle.notify_all()
             self._wake.set()  # a slot is free: look for more at once
 
+    def _policy(self, delivery: Delivery) -> tuple[float, int, float]:
+        """Deadline, attempts and first backoff: ``PPS_NOTIFY_*`` for notifications,
+        ``PPS_WEBHOOK_*`` for webhooks."""
+        s = self._settings
+        if delivery.is_notification:
+            return s.notify_timeout, s.notify_attempts, s.notify_backoff
+        return s.webhook_timeout, s.webhook_attempts, s.webhook_backoff
+
     def _attempt(self, delivery: Delivery) -> Outcome:
         config = self._store.settings(delivery.client_identifier)
-        if config.webhook_secret is None:
+        if config.webhook_secret is None and not delivery.is_notification:
             return Outcome(False, False, "the client has no webhook secret")
         return send(
             delivery,
             config.webhook_secret,
-            deadline=self._settings.webhook_timeout,
+            deadline=self._policy(delivery)[0],
             allow_private=self._settings.notify_allow_private,
             allowed_hosts=config.allowed_hosts,
         )
@@ -156,17 +187,20 @@ class Dispatcher:
             self._store.delivered(delivery)
             return
         made = delivery.attempts + 1
+        _, attempts, backoff = self._policy(delivery)
         log.warning(
-            "webhook delivery %s (%s) to webhook %s failed, attempt %d of %d: %s",
+            "webhook delivery %s (%s) to %s failed, attempt %d of %d: %s",
             delivery.identifier,
             delivery.event,
-            delivery.webhook_identifier,
+            delivery.topic if delivery.is_notification else delivery.webhook_identifier,
             made,
-            self._settings.webhook_attempts,
+            attempts,
             outcome.detail,
         )
-        if outcome.retry and made < self._settings.webhook_attempts:
-            self._store.failed(delivery, retry_pause(self._settings.webhook_backoff, made))
+        if delivery.is_notification and self._store.superseded(delivery):
+            self._store.failed(delivery, None)  # a newer state of the topic goes instead
+        elif outcome.retry and made < attempts:
+            self._store.failed(delivery, retry_pause(backoff, made))
         else:
             self._store.failed(delivery, None)
 

@@ -14,6 +14,7 @@ __all__ = [
     "EphemeralStore",
     "EphemeralUnavailable",
     "check_ttl",
+    "handoff_key",
     "link_key",
     "no_work",
     "nonce_key",
@@ -51,8 +52,20 @@ class EphemeralStore(Protocol):
         """
         ...
 
+    def claim_and_put(self, key: str, ttl: int, link: str, value: str, link_ttl: int) -> bool:
+        """:meth:`claim` ``key`` and, for the winner only, :meth:`put_link` ``link``, atomically.
+
+        Both happen or neither: a nonce is never used up without what it paid for (a login
+        handoff) being stored, and a loser stores nothing. Retry-safe like :meth:`claim`.
+        """
+        ...
+
     def put_link(self, key: str, value: str, ttl: int) -> None:
         """Remember ``value`` under ``key`` for ``ttl`` seconds."""
+        ...
+
+    def take_link(self, key: str) -> str | None:
+        """The value under ``key``, deleted in the same step: exactly one caller gets it."""
         ...
 
     def count(self, key: str, ttl: int) -> int:
@@ -76,6 +89,10 @@ class EphemeralStore(Protocol):
 def nonce_key(client: str, jti: str) -> str:
     """``pps:jti:<client>:<jti>``: a nonce is only ever unique within one client."""
     return f"pps:jti:{client}:{jti}"
+
+
+def handoff_key(code: str) -> str:
+    return f"pps:handoff:{code}"
 
 
 def link_key(token: str) -> str:

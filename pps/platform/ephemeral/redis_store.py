@@ -11,6 +11,18 @@ from pps.platform.ephemeral import EphemeralUnavailable, T, check_ttl, no_work
 from pps.platform.ids import unique_tag
 from pps.platform.redis_client import DEFAULT_TIMEOUT, RESEND_ONCE, open_redis
 
+# KEYS[1] the nonce, KEYS[2] the link; ARGV: claim token, nonce TTL, link value, link TTL.
+# The claim exactly as RedisStore.claim does it; the link is written only by the winner.
+# A script, not MULTI: the second write depends on the first one's reply.
+_CLAIM_AND_PUT = """
+local previous = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'EX', ARGV[2])
+if previous and previous ~= ARGV[1] then
+    return 0
+end
+redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4])
+return 1
+"""
+
 
 class RedisStore:
     """:class:`~pps.platform.ephemeral.EphemeralStore` on Redis >= 7.0 (``SET ... NX GET``).
@@ -23,6 +35,7 @@ class RedisStore:
     def __init__(self, url: str, *, prefix: str = "", timeout: float = DEFAULT_TIMEOUT) -> None:
         self.prefix = prefix
         self._client = open_redis(url, timeout=timeout, decode_responses=True)
+        self._claim_and_put = self._client.register_script(_CLAIM_AND_PUT)
 
     @property
     def client(self) -> Any:
@@ -61,9 +74,23 @@ class RedisStore:
             return None
         return (work(),)
 
+    def claim_and_put(self, key: str, ttl: int, link: str, value: str, link_ttl: int) -> bool:
+        """One server-side script (``EVALSHA``, loaded on first use by redis-py's ``Script``):
+        one round trip, and resent with the same claim token it stays correct."""
+        check_ttl(ttl)
+        check_ttl(link_ttl)
+        keys = [self.prefix + key, self.prefix + link]
+        args = [unique_tag(), ttl, value, link_ttl]
+        return bool(self._call(lambda: self._claim_and_put(keys=keys, args=args)))
+
     def put_link(self, key: str, value: str, ttl: int) -> None:
         check_ttl(ttl)
         self._call(lambda: self._client.set(self.prefix + key, value, ex=ttl))
+
+    def take_link(self, key: str) -> str | None:
+        """``GETDEL``: a resend after a lost reply finds nothing, which fails closed."""
+        value = self._call(lambda: self._client.getdel(self.prefix + key))
+        return None if value is None else str(value)
 
     def count(self, key: str, ttl: int) -> int:
         """``INCR`` and ``EXPIRE ... NX`` in one transaction, through redis-py's client."""

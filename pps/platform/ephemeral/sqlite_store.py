@@ -50,6 +50,7 @@ ON CONFLICT (key) DO UPDATE SET
                       ELSE entries.expires_at END
 RETURNING value
 """
+_TAKE = "DELETE FROM entries WHERE key = ? AND expires_at > ? RETURNING value"
 _GET = "SELECT value FROM entries WHERE key = ? AND expires_at > ?"
 _PURGE = "DELETE FROM entries WHERE expires_at <= ?"
 
@@ -121,6 +122,27 @@ class SqliteStore:
         # An in-process write: nothing to wait for, so the work runs for the winner only.
         return (work(),) if self.claim(key, ttl) else None
 
+    def claim_and_put(self, key: str, ttl: int, link: str, value: str, link_ttl: int) -> bool:
+        """Both statements in one ``BEGIN IMMEDIATE`` transaction: both or neither."""
+        check_ttl(ttl)
+        check_ttl(link_ttl)
+        now = time.time()
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                won = conn.execute(_CLAIM, (key, now + ttl, now)).rowcount == 1
+                if won:
+                    conn.execute(_PUT, (link, value, now + link_ttl))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise EphemeralUnavailable(f"ephemeral store {self.path}: {exc}") from exc
+        self._maybe_purge(now)
+        return won
+
     def put_link(self, key: str, value: str, ttl: int) -> None:
         check_ttl(ttl)
         now = time.time()
@@ -129,6 +151,13 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise EphemeralUnavailable(f"ephemeral store {self.path}: {exc}") from exc
         self._maybe_purge(now)
+
+    def take_link(self, key: str) -> str | None:
+        try:
+            rows = self._connection().execute(_TAKE, (key, time.time())).fetchall()
+        except sqlite3.Error as exc:
+            raise EphemeralUnavailable(f"ephemeral store {self.path}: {exc}") from exc
+        return str(rows[0][0]) if rows else None
 
     def count(self, key: str, ttl: int) -> int:
         check_ttl(ttl)

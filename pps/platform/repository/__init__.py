@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from pps.platform.models import (
@@ -53,6 +54,15 @@ class Page(Generic[T]):
 
 class DuplicateIdentifier(Exception):
     """An identifier given by an operator is taken already."""
+
+
+class VersionConflict(Exception):
+    """A change meant for one version of a draft found it at another (changed meanwhile by
+    the API, another tab or another editor): nothing was written."""
+
+    def __init__(self, current: int) -> None:
+        super().__init__(f"the draft is at version {current} now")
+        self.current = current
 
 
 class Repository(Protocol):
@@ -181,10 +191,15 @@ class Repository(Protocol):
         user_group_identifier: str | None = None,
         flags: Mapping[str, bool] | None = None,
         upload_key: str | None = None,
+        expected_version: int | None = None,
+        proof_approved_at: datetime | None = None,
     ) -> Draft | None:
         """Apply the given changes and bump ``version``; None when no such draft.
 
-        ``user_group_identifier`` ``""`` takes the draft out of its group.
+        ``user_group_identifier`` ``""`` takes the draft out of its group. With
+        ``expected_version`` the change is written only while the draft is at that version
+        (one statement: a compare-and-set), else :class:`VersionConflict`.
+        ``proof_approved_at`` records the customer's proof approval for the new version.
         """
         ...
 

@@ -65,6 +65,8 @@ class ClientSettings:
     webhook_secret: str | None = None
     acl_url: str | None = None
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+    #: The editor's proof must be confirmed (a ticked checkbox) before Finish.
+    proof_required: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,16 +81,22 @@ class Webhook:
 
 @dataclass(frozen=True)
 class Delivery:
-    """One pending message to one webhook; ``attempts`` made so far."""
+    """One pending message to one webhook, or a notification to a URL of its own (then
+    ``webhook_identifier`` is None); ``attempts`` made so far."""
 
     identifier: str
-    webhook_identifier: str
+    webhook_identifier: str | None
     client_identifier: str
     event: str
     url: str
     payload: dict[str, Any]
     attempts: int
     created_at: datetime
+    topic: str | None = None
+
+    @property
+    def is_notification(self) -> bool:
+        return self.webhook_identifier is None
 
 
 def _webhook(row: RowMapping) -> Webhook:
@@ -124,6 +132,7 @@ class SqlIntegrationStore:
             webhook_secret=row["webhook_secret"],
             acl_url=row["acl_url"],
             allowed_hosts=tuple(row["allowed_hosts"] or ()),
+            proof_required=bool(row["proof_required"]),
         )
 
     @staticmethod
@@ -157,6 +166,9 @@ class SqlIntegrationStore:
 
     def set_allowed_hosts(self, client: str, hosts: Sequence[str]) -> None:
         self._update(client, allowed_hosts=sorted(set(hosts)))
+
+    def set_proof_required(self, client: str, required: bool) -> None:
+        self._update(client, proof_required=required)
 
     def rotate_webhook_secret(self, client: str) -> str:
         secret = new_webhook_secret()
@@ -281,6 +293,47 @@ class SqlIntegrationStore:
                 conn.execute(webhook_deliveries.insert(), rows)
         return len(rows)
 
+    def enqueue_notification(
+        self, client: str, event: str, url: str, payload: dict[str, Any], topic: str
+    ) -> str:
+        """A notification of ``payload`` to ``url`` (not a webhook); its message id.
+
+        Notifications of one ``topic`` are sent in the order queued, one at a time; a new
+        one supersedes older ones that failed and wait for their retry (the receiver needs
+        the newest state, not a backlog). One that was never tried yet is kept, so a
+        healthy receiver hears of every change.
+        """
+        now = utcnow()
+        identifier = "msg_" + secrets.token_hex(16)
+        free = sa.or_(
+            webhook_deliveries.c.lease_until.is_(None), webhook_deliveries.c.lease_until < now
+        )
+        with self.engine.begin() as conn:
+            conn.execute(
+                webhook_deliveries.delete().where(
+                    webhook_deliveries.c.client_identifier == client,
+                    webhook_deliveries.c.topic == topic,
+                    webhook_deliveries.c.attempts > 0,
+                    free,
+                )
+            )
+            conn.execute(
+                webhook_deliveries.insert().values(
+                    identifier=identifier,
+                    webhook_identifier=None,
+                    client_identifier=client,
+                    event=event,
+                    url=url,
+                    topic=topic,
+                    payload=payload,
+                    attempts=0,
+                    next_attempt_at=now,
+                    lease_until=None,
+                    created_at=now,
+                )
+            )
+        return identifier
+
     def claim_due(
         self,
         *,
@@ -302,10 +355,33 @@ class SqlIntegrationStore:
         free = sa.or_(
             webhook_deliveries.c.lease_until.is_(None), webhook_deliveries.c.lease_until < now
         )
+        # Only the oldest notification of a topic may go: keeps them in order.
+        older = webhook_deliveries.alias("older")
+        behind = (
+            sa.select(sa.literal(1))
+            .where(
+                older.c.topic == webhook_deliveries.c.topic,
+                sa.or_(
+                    older.c.created_at < webhook_deliveries.c.created_at,
+                    sa.and_(
+                        older.c.created_at == webhook_deliveries.c.created_at,
+                        older.c.identifier < webhook_deliveries.c.identifier,
+                    ),
+                ),
+            )
+            .exists()
+        )
         query = (
-            sa.select(webhook_deliveries, webhooks.c.url)
-            .join(webhooks, webhooks.c.identifier == webhook_deliveries.c.webhook_identifier)
-            .where(webhook_deliveries.c.next_attempt_at <= now, free)
+            sa.select(
+                webhook_deliveries,
+                sa.func.coalesce(webhook_deliveries.c.url, webhooks.c.url).label("target"),
+            )
+            .outerjoin(webhooks, webhooks.c.identifier == webhook_deliveries.c.webhook_identifier)
+            .where(
+                webhook_deliveries.c.next_attempt_at <= now,
+                free,
+                sa.or_(webhook_deliveries.c.topic.is_(None), ~behind),
+            )
             .order_by(webhook_deliveries.c.next_attempt_at, webhook_deliveries.c.created_at)
             .limit(limit * 4)
         )
@@ -335,10 +411,11 @@ class SqlIntegrationStore:
                             webhook_identifier=row["webhook_identifier"],
                             client_identifier=row["client_identifier"],
                             event=row["event"],
-                            url=row["url"],
+                            url=row["target"],
                             payload=dict(row["payload"]),
                             attempts=int(row["attempts"]),
                             created_at=_aware(row["created_at"]),
+                            topic=row["topic"],
                         )
                     )
         return claimed
@@ -366,7 +443,22 @@ class SqlIntegrationStore:
                     webhook_deliveries.c.identifier == delivery.identifier
                 )
             )
-            self._set_status(conn, delivery.webhook_identifier, OPERATIONAL)
+            if delivery.webhook_identifier is not None:
+                self._set_status(conn, delivery.webhook_identifier, OPERATIONAL)
+
+    def superseded(self, delivery: Delivery) -> bool:
+        """Whether a newer notification of the delivery's topic is queued."""
+        if delivery.topic is None:
+            return False
+        with self.engine.connect() as conn:
+            newer = conn.execute(
+                sa.select(sa.literal(1)).where(
+                    webhook_deliveries.c.topic == delivery.topic,
+                    webhook_deliveries.c.client_identifier == delivery.client_identifier,
+                    webhook_deliveries.c.identifier != delivery.identifier,
+                )
+            ).first()
+        return newer is not None
 
     def failed(self, delivery: Delivery, retry_in: float | None) -> None:
         """A failed attempt: retry in ``retry_in`` s (the webhook is degraded), or give the
@@ -378,7 +470,8 @@ class SqlIntegrationStore:
                         webhook_deliveries.c.identifier == delivery.identifier
                     )
                 )
-                self._set_status(conn, delivery.webhook_identifier, BROKEN)
+                if delivery.webhook_identifier is not None:
+                    self._set_status(conn, delivery.webhook_identifier, BROKEN)
                 return
             conn.execute(
                 webhook_deliveries.update()
@@ -389,6 +482,8 @@ class SqlIntegrationStore:
                     lease_until=None,
                 )
             )
+            if delivery.webhook_identifier is None:
+                return
             # Degraded, unless already broken: only a success makes a broken webhook well.
             conn.execute(
                 webhooks.update()

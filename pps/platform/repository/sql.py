@@ -31,7 +31,13 @@ from pps.platform.models import (
     User,
     UserGroup,
 )
-from pps.platform.repository import USER_FIELDS, DuplicateIdentifier, Page, deadline
+from pps.platform.repository import (
+    USER_FIELDS,
+    DuplicateIdentifier,
+    Page,
+    VersionConflict,
+    deadline,
+)
 from pps.platform.repository.lookups import PointLookup, readers_for
 from pps.platform.repository.tables import clients, drafts, templates, user_groups, users
 
@@ -265,6 +271,8 @@ def _draft(row: RowMapping) -> Draft:
         preflight_status=row["preflight_status"],
         validation_results=tuple(row["validation_results"] or ()),
         upload_key=row["upload_key"],
+        proof_approved_at=_aware(row["proof_approved_at"]),
+        proof_approved_version=row["proof_approved_version"],
     )
 
 
@@ -703,6 +711,8 @@ class SqlRepository:
         user_group_identifier: str | None = None,
         flags: Mapping[str, bool] | None = None,
         upload_key: str | None = None,
+        expected_version: int | None = None,
+        proof_approved_at: datetime | None = None,
     ) -> Draft | None:
         if _impossible(client, draft_hash):
             return None
@@ -725,14 +735,25 @@ class SqlRepository:
             changes["values"] = dict(values)
         if state is not None:
             changes["state"] = state
+        if proof_approved_at is not None:
+            changes["proof_approved_at"] = proof_approved_at
+            changes["proof_approved_version"] = drafts.c.version + 1
+        condition = sa.and_(drafts.c.draft_hash == draft_hash, drafts.c.client_identifier == client)
+        if expected_version is not None:
+            condition = sa.and_(condition, drafts.c.version == expected_version)
         with self.engine.begin() as conn:
-            result = conn.execute(
-                drafts.update()
-                .where(drafts.c.draft_hash == draft_hash, drafts.c.client_identifier == client)
-                .values(**changes)
-            )
+            result = conn.execute(drafts.update().where(condition).values(**changes))
             if not result.rowcount:
-                return None
+                if expected_version is None:
+                    return None
+                current = conn.execute(
+                    sa.select(drafts.c.version).where(
+                        drafts.c.draft_hash == draft_hash, drafts.c.client_identifier == client
+                    )
+                ).scalar()
+                if current is None:
+                    return None
+                raise VersionConflict(int(current))
         return self.get_draft(client, draft_hash)
 
     def set_preflight(

@@ -138,6 +138,10 @@ drafts = sa.Table(
     sa.Column("variant_version", sa.Integer, nullable=True),
     sa.Column("available_variants", sa.JSON, nullable=True),
     sa.Column("theme", sa.String(64), nullable=True),
+    # The customer's proof approval in the editor (migration 0009): when, and the version
+    # the draft had once approved and finished.
+    sa.Column("proof_approved_at", Timestamp, nullable=True),
+    sa.Column("proof_approved_version", sa.Integer, nullable=True),
     sa.ForeignKeyConstraint(
         ["client_identifier", "template_identifier"],
         ["templates.client_identifier", "templates.identifier"],
@@ -224,6 +228,8 @@ client_settings = sa.Table(
     # Host names whose private addresses the client's notifications and webhooks may reach.
     sa.Column("allowed_hosts", sa.JSON, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # The editor's proof step must be confirmed before Finish (migration 0009).
+    sa.Column("proof_required", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 webhooks = sa.Table(
@@ -254,11 +260,17 @@ webhook_deliveries = sa.Table(
         "webhook_identifier",
         sa.String(32),
         sa.ForeignKey("webhooks.identifier", ondelete="CASCADE"),
-        nullable=False,
+        # None for a notification to a URL of its own (see ``url``).
+        nullable=True,
         index=True,
     ),
     sa.Column("client_identifier", sa.String(64), nullable=False),
     sa.Column("event", sa.String(64), nullable=False),
+    # A notification's own target (stateChangedNotifyUrl, closeCallbackURL, ...).
+    sa.Column("url", sa.Text, nullable=True),
+    # Notifications of one subject (a processing, a review): sent in order, one at a time,
+    # and a newer one supersedes an older one that is being retried.
+    sa.Column("topic", sa.String(100), nullable=True),
     sa.Column("payload", sa.JSON, nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("next_attempt_at", Timestamp, nullable=False),
@@ -266,6 +278,7 @@ webhook_deliveries = sa.Table(
     sa.Column("lease_until", Timestamp, nullable=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Index("ix_webhook_deliveries_due", "next_attempt_at"),
+    sa.Index("ix_webhook_deliveries_topic", "topic", "created_at"),
 )
 
 # -- reviews (proof approval; pps.reviews.store) -------------------------------------------

@@ -105,6 +105,36 @@ class SqlVariableDataStore:
             self._touch(conn, draft_hash, int(count))
         return True
 
+    def copy(self, client: str, source_hash: str, target_hash: str) -> int | None:
+        """Give ``target_hash`` the rows of ``source_hash`` (both the client's), in one
+        statement inside the database; the number of rows. None when either draft is not
+        the client's. The rows hold DataKey -> value (the column mapping applied at import),
+        so the copy renders exactly the source's records."""
+        with self.engine.begin() as conn:
+            if not (
+                self._owned(conn, client, source_hash) and self._owned(conn, client, target_hash)
+            ):
+                return None
+            conn.execute(variable_rows.delete().where(variable_rows.c.draft_hash == target_hash))
+            conn.execute(
+                variable_rows.insert().from_select(
+                    ["draft_hash", "position", "values"],
+                    sa.select(
+                        sa.literal(target_hash, sa.String(64)),
+                        variable_rows.c.position,
+                        variable_rows.c["values"],
+                    ).where(variable_rows.c.draft_hash == source_hash),
+                )
+            )
+            # Counted, not taken from rowcount: drivers need not report it for INSERT ... SELECT.
+            copied = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(variable_rows)
+                .where(variable_rows.c.draft_hash == target_hash)
+            ).scalar_one()
+            self._touch(conn, target_hash, int(copied))
+        return int(copied)
+
     def page(self, draft_hash: str, offset: int, limit: int) -> tuple[list[Row], int]:
         """Rows ``offset`` to ``offset + limit`` and the number of rows there are."""
         with self.engine.connect() as conn:

@@ -1,0 +1,86 @@
+"""What an autosave or a form save says about the draft version it was made on. No Flask.
+
+The editor page carries the version of the draft it was loaded with (``base_version`` in the
+form, ``baseVersion`` in the autosave's JSON). A save whose base is not the draft's current
+version was made on a page that did not see the latest change (the shop's API, another tab),
+so it is refused with a conflict instead of silently overwriting that change; the customer
+then looks at the other change or saves again on the current version ("keep mine").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "BASE_VERSION_FIELD",
+    "AutosaveBody",
+    "BadBaseVersion",
+    "autosave_body",
+    "form_base_version",
+]
+
+#: The hidden field of the editor's forms naming the version the page shows.
+BASE_VERSION_FIELD = "base_version"
+#: Versions are positive 32-bit integers in the database.
+_MAX_VERSION = 2**31 - 1
+
+
+class BadBaseVersion(ValueError):
+    """``base_version`` is present but not a version number."""
+
+
+@dataclass(frozen=True)
+class AutosaveBody:
+    base_version: int
+    values: dict[str, str]
+
+
+def form_base_version(form: Mapping[str, str]) -> int | None:
+    """The form's base version; None when the form has none (a page from before the field
+    existed: such a save is not checked)."""
+    raw = form.get(BASE_VERSION_FIELD)
+    if raw is None or raw == "":
+        return None
+    text = raw.strip()
+    if not text.isdecimal() or not 0 < int(text) <= _MAX_VERSION:
+        raise BadBaseVersion(raw)
+    return int(text)
+
+
+def autosave_body(
+    data: Any, *, max_values: int
+) -> tuple[AutosaveBody | None, dict[str, list[str]]]:
+    """``{"baseVersion": int, "values": {DataKey: string}}`` checked for shape and types.
+
+    Returns the body, or None and the problems per JSON field (the API's 422 shape).
+    Whether the values fit the template is the renderer's check, made afterwards.
+    """
+    if not isinstance(data, dict):
+        return None, {"body": ["The body must be a JSON object."]}
+    errors: dict[str, list[str]] = {}
+    unknown = sorted(set(data) - {"baseVersion", "values"})
+    for name in unknown:
+        errors[name] = ["Unknown field; send only baseVersion and values."]
+    base = data.get("baseVersion")
+    if base is None:
+        errors["baseVersion"] = ["Required: the draft version the page was loaded with."]
+    elif isinstance(base, bool) or not isinstance(base, int) or not 0 < base <= _MAX_VERSION:
+        errors["baseVersion"] = ["Must be a positive integer (a draft version)."]
+    values = data.get("values")
+    if not isinstance(values, dict):
+        errors["values"] = ["Required: an object of DataKey to text."]
+        values = {}
+    elif len(values) > max_values:
+        errors["values"] = [f"At most {max_values} values."]
+        values = {}
+    for key, value in values.items():
+        if not isinstance(value, str):
+            errors[f"values.{key[:100]}"] = ["Must be a string."]
+    if errors or not isinstance(base, int):
+        return None, errors
+    cleaned = {
+        key: value.replace("\r\n", "\n").replace("\r", "\n") for key, value in values.items()
+    }
+    return AutosaveBody(base_version=base, values=cleaned), {}
