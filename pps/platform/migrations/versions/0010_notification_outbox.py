@@ -4,8 +4,8 @@ A delivery either belongs to a webhook (``webhook_identifier``, its URL read fro
 is a notification of its own (``url``: ``stateChangedNotifyUrl``, ``closeCallbackURL``,
 ``notifyCallbackURL``). ``topic`` orders and supersedes the notifications of one subject.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-14 09:00:00.000000
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
