@@ -3,7 +3,8 @@
 A real Chromium (Debian's, never a downloaded one) opens every editor step (edit, the
 form with errors, preview), the proof page (``/review/<id>``), every kind of error page and
 the API reference (``/docs``, Swagger UI), at desktop (1280 px) and phone (390 px) width,
-in English and German, and runs axe-core on each: zero violations. axe-core comes from
+in English and German, and runs axe-core on each: zero violations. The editor's proof step (the customer approves
+the proof before Finish) is checked beside the reviewer's proof page. axe-core comes from
 the PyPI package ``axe-playwright-python`` (a dev dependency that ships ``axe.min.js``),
 injected through Playwright, so nothing is fetched at test time. The page's own CSP stays
 in force.
@@ -101,6 +102,9 @@ def pages_to_check(shop: ShopState, context: Any, pps: str) -> Iterator[tuple[st
         page.goto(f"{pps}/editor/{draft}/preview?locale={locale}")
         settle(page)
         yield f"preview/{locale}", page
+        page.goto(f"{pps}/editor/{draft}/proof?locale={locale}")
+        settle(page)
+        yield f"proof-step/{locale}", page
 
     # The proof page: a review of this draft with the customer as its reviewer.
     review_id = shop.api(
@@ -161,7 +165,7 @@ def test_axe_finds_no_violations_on_any_page_at_desktop_and_phone_width(
             if problems:
                 found[f"{name}@{width}"] = problems
         page.set_viewport_size(WIDTHS["desktop"])
-    assert len(checked) == 2 * (3 * 2 + 2 + 4 * 2 + 2 + 2)
+    assert len(checked) == 2 * (4 * 2 + 2 + 4 * 2 + 2 + 2)
     assert found == {}, "\n".join(f"{k}: {v}" for k, v in found.items())
 
 

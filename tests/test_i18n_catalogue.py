@@ -214,9 +214,20 @@ def test_every_editor_page_under_de_comes_from_the_catalogue(
     assert saved.status_code == 303
     assert_german(client.get(saved.headers["Location"]).get_data(as_text=True), "saved")
 
+    # The proof step, and a form made on a version that changed meanwhile (a conflict).
+    proof = client.get(f"/editor/{draft.draft_hash}/proof")
+    assert proof.status_code == 200
+    assert_german(proof.get_data(as_text=True), "proof")
+    stale = client.post(
+        f"/editor/{draft.draft_hash}/edit",
+        data={**form(token, headline="Alt"), "action": "save", "base_version": "1"},
+    )
+    assert stale.status_code == 409
+    assert_german(stale.get_data(as_text=True), "conflict")
+
     # A locked design, read-only with its message, and a query callback that is refused.
     repo.update_draft(tenant.identifier, draft.draft_hash, flags={"locked": True})
-    for step in ("edit", "preview"):
+    for step in ("edit", "preview", "proof"):
         page = client.get(
             f"/editor/{draft.draft_hash}/{step}?callback_cancel={b64_url('https://evil.example/')}"
         ).get_data(as_text=True)
