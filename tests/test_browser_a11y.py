@@ -157,11 +157,14 @@ def test_axe_finds_no_violations_on_any_page_at_desktop_and_phone_width(
 ) -> None:
     found: dict[str, list[str]] = {}
     checked = []
+    (ARTIFACTS / "a11y").mkdir(parents=True, exist_ok=True)
     for name, page in pages_to_check(shop, context, pps_server.base_url):
         for width, size in WIDTHS.items():
             page.set_viewport_size(size)
             problems = violations(axe, page)
             checked.append(f"{name}@{width}")
+            shot = ARTIFACTS / "a11y" / f"{name.replace('/', '-')}-{width}.png"
+            page.screenshot(path=str(shot), full_page=True)
             if problems:
                 found[f"{name}@{width}"] = problems
         page.set_viewport_size(WIDTHS["desktop"])

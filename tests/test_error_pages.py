@@ -206,3 +206,32 @@ def test_a_form_from_an_older_login_says_the_page_is_out_of_date(
     assert (parts["kind"], parts["title"]) == ("stale_form", "Diese Seite ist veraltet")
     assert "security token" in parts["reason"]
     assert repo.get_draft(tenant.identifier, draft.draft_hash).values == {}  # type: ignore[union-attr]
+
+
+def test_the_way_back_is_only_ever_a_plain_shop_address() -> None:
+    from pps.auth.way_back import from_callbacks, from_redirect, from_session_entries
+
+    base = "http://localhost"
+    assert from_redirect(f"{SHOP}/after-login?x=1", base_url=base) == f"{SHOP}/"
+    assert from_redirect(None, base_url=base) is None
+    assert from_redirect(f"{base}/editor/abc/edit", base_url=base) is None  # no callbacks
+    # A callback_cancel that is not a web address is never followed; the shop's origin is.
+    assert from_callbacks(
+        {"callback_cancel": "javascript:alert(1)", "callback": DONE}, base_url=base
+    ) == (f"{SHOP}/")
+    assert from_callbacks({"callback_cancel": CANCEL}, base_url=base) == CANCEL
+    assert from_callbacks({}, base_url=base) is None
+    entries = {
+        "a": {"step": "edit"},
+        "b": {"callbacks": {"callback_cancel": "https://other.example/back"}},
+        "c": {"callbacks": {"callback_cancel": CANCEL}},
+    }
+    assert from_session_entries(entries, base_url=base, prefer=["c"]) == CANCEL
+    assert from_session_entries(entries, base_url=base) == "https://other.example/back"
+    assert from_session_entries("garbage", base_url=base) is None
+
+
+def test_the_details_are_folded_until_opened(client: FlaskClient) -> None:
+    body = client.get("/no/such/page").get_data(as_text=True)
+    assert '<details class="error-details">' in body  # no ``open``: collapsed
+    assert "<summary>Technical details</summary>" in body
