@@ -11,9 +11,9 @@ RSS < 300 MB at 10,000 rows.
 
 Flat memory: pps's run is repeated with a tenth of the rows (1,000 by default) in a fresh
 process too, and the ratio of the peak RSS (N rows / N/10 rows) is printed, with the growth
-of RSS while rendering (peak minus RSS after imports and template parsing). Pages are
-streamed to the file as they are drawn (``pps.render.stream``), so the ratio should be close
-to 1; holding every page until the end, as reportlab alone does, grows by about 20 kB a page.
+of RSS while rendering (peak minus RSS after imports and template parsing). Flat memory
+would give a ratio close to 1; reportlab holds every page until the document is saved, which
+grows by about 20 kB a page.
 """
 
 from __future__ import annotations

@@ -99,7 +99,10 @@ def register_api(app: Flask) -> None:
 def register_web(app: Flask) -> None:
     """The browser pages, all on the shared ``web`` blueprint, and the session they use."""
     from pps.auth import web as auth
-    from pps.editor import autosave_web  # noqa: F401  (routes register on bp)
+    from pps.editor import (
+        autosave_web,  # noqa: F401  (routes register on bp)
+        media_web,  # noqa: F401  (routes register on bp)
+    )
     from pps.editor import web as editor  # noqa: F401  (routes register on bp)
     from pps.files import web as files  # noqa: F401  (routes register on bp)
     from pps.reviews import editor_proof  # noqa: F401  (routes register on bp)

@@ -10,15 +10,13 @@ from __future__ import annotations
 import ipaddress
 import os
 import subprocess
-import threading
-import time
 from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from api_support import assert_error
-from conftest import TEST_SECRET_KEY, ApiClient, free_port
+from conftest import TEST_SECRET_KEY, ApiClient
 from flask import Flask
 from processing_support import card_draft, card_template, receiver, run_jobs, snapshot_states
 from server_support import pps_script
@@ -29,13 +27,9 @@ from pps.platform.repository.sql import SqlRepository
 from pps.platform.repository.tables import metadata, processings
 from pps.platform.settings import SettingsError, load_settings
 from pps.processing.notify import (
-    DeliveryFailed,
     ForbiddenTarget,
-    ThreadNotifier,
     address_problem,
     check_notify_url,
-    deliver,
-    drain_time,
 )
 
 URL = "/api-ext/pdf-processing"
@@ -163,96 +157,6 @@ def test_address_is_checked_again_at_send_time(strict_app: Flask) -> None:
         assert hook.requests == []
     stored = services.processings.get(shop.identifier, processing.processing_id)
     assert [item.state for item in stored.drafts] == ["processed"]
-
-
-# -- delivery ----------------------------------------------------------------------------
-
-
-def test_deliver_posts_json_with_a_timeout_and_refuses_redirects() -> None:
-    with receiver() as hook:
-        assert deliver(hook.url, {"a": 1}, timeout=2, allow_private=True) == 204
-        (request,) = hook.requests
-        assert request.json() == {"a": 1}
-        assert request.headers["Content-Type"] == "application/json"
-        assert request.headers["Host"] == f"127.0.0.1:{hook.server.server_address[1]}"
-        with pytest.raises(DeliveryFailed, match="refused"):
-            deliver(hook.url, {"a": 1}, timeout=2, allow_private=False)
-        assert len(hook.requests) == 1
-    with receiver(302, {"Location": "http://127.0.0.1:1/"}) as hook:
-        with pytest.raises(DeliveryFailed, match="redirects are not followed") as info:
-            deliver(hook.url, {}, timeout=2, allow_private=True)
-        assert info.value.retry is False
-    with receiver(400) as hook, pytest.raises(DeliveryFailed) as info:
-        deliver(hook.url, {}, timeout=2, allow_private=True)
-    assert info.value.retry is False
-    with receiver(429) as hook, pytest.raises(DeliveryFailed) as info:
-        deliver(hook.url, {}, timeout=2, allow_private=True)
-    assert info.value.retry is True
-    with pytest.raises(DeliveryFailed) as info:
-        deliver(f"http://127.0.0.1:{free_port()}/", {}, timeout=2, allow_private=True)
-    assert info.value.retry is True
-
-
-def test_a_receiver_that_never_answers_times_out() -> None:
-    import socket
-
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(1)  # accepts the connection, never answers
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}/"
-        started = time.monotonic()
-        with pytest.raises(DeliveryFailed, match="timed out") as info:
-            deliver(url, {}, timeout=0.3, allow_private=True)
-        assert time.monotonic() - started < 5
-        assert info.value.retry is True
-
-
-def test_notifier_retries_with_exponential_backoff_and_gives_up() -> None:
-    pauses: list[float] = []
-    calls: list[dict[str, Any]] = []
-
-    def failing(payload: dict[str, Any]) -> int:
-        calls.append(payload)
-        raise DeliveryFailed("down", retry=True)
-
-    notifier = ThreadNotifier(failing, attempts=5, backoff=0.5, sleep=pauses.append)
-    notifier.send({"n": 1})
-    assert notifier.close(5)
-    assert pauses == [0.5, 1.0, 2.0, 4.0]
-    assert calls == [{"n": 1}] * 5
-    assert notifier.failed == 1
-    assert drain_time(timeout=5, attempts=5, backoff=0.5) < 60
-
-
-def test_notifier_sends_in_order_and_skips_superseded_snapshots_while_retrying() -> None:
-    calls: list[int] = []
-    release = threading.Event()
-
-    def flaky(payload: dict[str, Any]) -> int:
-        calls.append(payload["n"])
-        if payload["n"] == 1 and calls.count(1) == 1:
-            release.wait(5)
-            raise DeliveryFailed("503", retry=True)
-        return 204
-
-    notifier = ThreadNotifier(flaky, attempts=5, backoff=0.01)
-    notifier.send({"n": 1})
-    for n in (2, 3, 4):
-        notifier.send({"n": n})
-    release.set()
-    assert notifier.close(5)
-    # 1 failed; while waiting to retry, 2..4 arrived: only the newest is sent.
-    assert calls == [1, 4]
-    assert notifier.delivered == 1
-
-
-def test_notifier_delivers_every_snapshot_to_a_healthy_receiver() -> None:
-    calls: list[int] = []
-    notifier = ThreadNotifier(lambda p: calls.append(p["n"]) or 204, attempts=5, backoff=0.01)
-    for n in range(10):
-        notifier.send({"n": n})
-    assert notifier.close(5)
-    assert calls == list(range(10))
 
 
 # -- settings ----------------------------------------------------------------------------

@@ -47,13 +47,18 @@ def test_labels_per_locale_or_plain_and_the_input_type_are_parsed() -> None:
     data = example("business-card")
     data["fields"]["title"]["placeholder"] = "Head of Print"
     spec = parse_spec(data, EXAMPLES / "business-card")
-    name, title, phone, email, url = spec.fields
+    name, title, phone, email, url, logo = spec.fields
     assert name.label == Localized({"en": "Your name", "de": "Ihr Name"})
     assert name.label.get("de") == "Ihr Name"
     assert name.label.get("de-AT") == "Ihr Name"  # a region falls back to its language
     assert name.label.get("fr") == "Your name"  # a language the template lacks: English
     assert title.placeholder is not None and title.placeholder.get("de") == "Head of Print"
     assert (phone.input_type, email.input_type, url.input_type) == ("phone", "email", "url")
+    assert (logo.kind, logo.input_type, logo.label) == (
+        "image",
+        "image",
+        Localized({"en": "Your logo", "de": "Ihr Logo"}),
+    )
     assert name.input_type is None and name.autocomplete == "name"
     # The limits of the elements are still merged into the same fields.
     assert (name.max_length, name.required, name.default) == (40, True, "Alex Example")
@@ -82,7 +87,7 @@ def test_every_example_labels_every_datakey_in_english_and_german() -> None:
         ({"name": {"inputType": "multiline"}}, 'fields.name.inputType: can only be "multiline"'),
         ({"name": {"autocomplete": "nickname!"}}, "fields.name.autocomplete: must be one of off"),
         ({"name": {"lable": "Name"}}, "fields.name.lable: is not a known key here"),
-        ({"nmae": {"label": "Name"}}, "fields.nmae: is not a known key here (email, name,"),
+        ({"nmae": {"label": "Name"}}, "fields.nmae: is not a known key here (email, logo, name,"),
         ({"name": "Name"}, "fields.name: must be an object, got a string"),
         ([], "fields: must be an object, got a list"),
     ],

@@ -17,11 +17,14 @@ from pps.api.schemas import (
     DraftUpdateInput,
     draft_flags,
 )
+from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.files.sweep import delete_draft_files
 from pps.files.uploaded import upload_key
 from pps.platform.errors import NotFound, ValidationFailed
-from pps.platform.models import Draft
+from pps.platform.models import Draft, Template
 from pps.preflight import preflight_and_store
+from pps.render.problems import english
+from pps.uploads.images import media_problems
 from pps.variants.options import check_group, new_draft_options, variant_change
 from pps.vdata.service import copy_rows
 from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
@@ -31,6 +34,23 @@ blp = resource("drafts", "Draft")
 DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
 #: ``POST /draft/claim`` answers a map, not a resource: draft hash -> claimed.
 CLAIM_RESULT = {"type": "object", "additionalProperties": {"type": "boolean"}}
+
+
+def _media_errors(template: Template | None, values: Any) -> dict[str, list[str]]:
+    """Image values naming an upload this client does not have, or choices off the list:
+    refused before anything is stored (see docs/templates.md)."""
+    if template is None or not isinstance(values, dict) or not values:
+        return {}
+    try:
+        spec = template_spec(template)
+    except TemplateNotRenderable:
+        return {}  # preflight reports the template itself
+    svc = services()
+    found = media_problems(spec, values, svc.storage, svc.uploads, current_client().identifier)
+    return {
+        f"apiDefaultValues.{key}": [english(problem) for problem in problems]
+        for key, problems in found.items()
+    }
 
 
 def _found(record: Draft | None) -> Draft:
@@ -47,7 +67,12 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
 
     `apiDefaultValues` (DataKey to value) pre-fills the draft in the editor. The user
     identifier may be sent as `userIdentifier` or `user_identifier`. A user or template
-    that is not the client's is a 422 naming the field.
+    that is not the client's is a 422 naming the field. An image DataKey's value is the
+    `identifier` of a PNG, JPEG or SVG from `POST /api-ext/file`, or
+    `{"file": identifier, "crop": {"x", "y", "width", "height"}}` (image pixels); a
+    template's choices take `<dataKey>.font|color|size` with one of the listed options.
+    Another client's file, an unknown one or an option not listed is a 422 naming
+    `apiDefaultValues.<key>` (docs/templates.md), on create and on `PUT`.
 
     `userGroupIdentifier` puts the draft in a user group (default: its user's group).
     `variant` (a variant's `id` or `identifier`, see the template's `variants`) picks the
@@ -76,6 +101,7 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
         options = new_draft_options(repository, client, user, template, data)
     except ValidationFailed as exc:
         errors.update(exc.errors)
+    errors.update(_media_errors(template, data["apiDefaultValues"]))
     if errors:
         raise ValidationFailed(errors=errors)
     record = repository.create_draft(
@@ -182,6 +208,9 @@ def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         check_group(repository, client, group)
     template = repository.get_template(client, draft.template_identifier)
     change = variant_change(template, draft, data.get("variant"), data.get("version"))
+    media = _media_errors(template, data.get("apiDefaultValues"))
+    if media:
+        raise ValidationFailed(errors=media)
     record = _found(
         repository.update_draft(
             client,
@@ -230,6 +259,12 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     svc = services()
     client = current_client().identifier
     source = _found(svc.repository.get_draft(client, draft_hash))
+    media = _media_errors(
+        svc.repository.get_template(client, source.template_identifier),
+        data.get("apiDefaultValues"),
+    )
+    if media:
+        raise ValidationFailed(errors=media)
     record = _found(
         svc.repository.replicate_draft(
             client,

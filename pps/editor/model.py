@@ -59,6 +59,11 @@ def editor_fields(
     deleted) the draft's own keys are shown, so the customer still sees their text.
     """
     fields: list[Field] = list(spec.fields) if spec is not None else []
+    if spec is not None:  # the template's choices (fonts, colours, sizes) after its DataKeys
+        fields += [
+            Field(choice.key, None, False, choice.default, False, kind="choice")
+            for choice in spec.choices
+        ]
     known = {field.key for field in fields}
     if template is not None:
         extra: Iterable[str] = template.data_keys
@@ -139,6 +144,9 @@ class FieldView:
     type: str = "text"
     inputmode: str = "text"
     autocomplete: str = "off"
+    #: ``text`` fields are the form's inputs; ``image`` and ``choice`` fields are drawn by
+    #: ``editor_media.html``.
+    kind: str = "text"
 
     @property
     def id(self) -> str:
@@ -183,6 +191,7 @@ def field_views(
                 type=html.type,
                 inputmode=html.inputmode,
                 autocomplete=html.autocomplete,
+                kind=field.kind,
             )
         )
     return views
@@ -195,6 +204,10 @@ def page_keys(spec: TemplateSpec, fields: list[Field]) -> list[list[int]]:
     for page in spec.pages:
         used = {getattr(element, "data_key", None) for element in page.elements}
         pages.append(sorted(index[key] for key in used if key in index))
+    for choice in spec.choices:
+        for page_index in {page for page, _ in choice.targets}:
+            if choice.key in index:
+                pages[page_index] = sorted({*pages[page_index], index[choice.key]})
     return pages
 
 

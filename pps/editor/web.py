@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from io import BytesIO
 from typing import Any
 from urllib.parse import urlencode
 
@@ -38,7 +39,9 @@ from pps.auth.callbacks import CALLBACK_PARAMS, editor_callbacks
 from pps.auth.way_back import from_session_entries
 from pps.auth.web import SESSION_EDITOR, exchange_handoff, logged_in_as
 from pps.editor.autosave import BadBaseVersion, form_base_version
+from pps.editor.canvas import Hotspot, guides, hotspots
 from pps.editor.csrf import check_csrf, csrf_token
+from pps.editor.media_hooks import media_problems, submitted_variant
 from pps.editor.model import (
     Exit,
     editor_fields,
@@ -51,6 +54,7 @@ from pps.editor.model import (
     resolve_exits,
     submitted_values,
 )
+from pps.editor.throttle import PreviewLimit, preview_wait
 from pps.files.render_limits import render_budget
 from pps.files.rendering import (
     NoUpload,
@@ -78,6 +82,7 @@ from pps.render import (
     check_values,
     image_size,
     render_file,
+    render_page_image,
 )
 from pps.render.problems import Code, english
 from pps.web import bp
@@ -104,14 +109,16 @@ PROOF_WIDTH = 1200
 EDIT_WIDTH = 960
 LARGE_WIDTH = 1600
 IMAGE_WIDTHS = (EDIT_WIDTH, LARGE_WIDTH)
+#: The live preview as JPEG (when the script asks for it): text stays crisp at 90.
+JPEG_QUALITY = 90
 
 #: A form with more fields than this is not one of ours (10 000 DataKeys are refused).
 MAX_FORM_FIELDS = 1000
-#: Live previews per logged-in user (all drafts and pages together) per second; more get
-#: 429. The script waits 400 ms after the last key stroke and then renders each page the
-#: change shows on, so typing never hits the limit. Every preview also counts against the
-#: client's PPS_RENDERS_PER_MINUTE.
-PREVIEWS_PER_SECOND = 4
+#: Live previews per logged-in user (all drafts and pages together): bursts while typing,
+#: a ceiling per minute (:mod:`pps.editor.throttle`); more get 429. The script renders as
+#: the customer types, one request in flight per page. Every preview also counts against
+#: the client's PPS_RENDERS_PER_MINUTE.
+PREVIEW_LIMIT = PreviewLimit()
 #: Unsaved previews rendering at once in one process; more wait, then get 503.
 _PREVIEW_RENDERS = threading.BoundedSemaphore(2)
 _PREVIEW_WAIT_SECONDS = 10.0
@@ -165,8 +172,8 @@ class PreviewTooFast(PpsError):
     status = 429
     default_message = "Too many preview requests; wait a moment."
 
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1"})
+    def __init__(self, retry_after: int = 1) -> None:
+        super().__init__(headers={"Retry-After": str(retry_after)})
 
 
 class PreviewBusy(PpsError):
@@ -237,33 +244,15 @@ def editor_page_image(draft_hash: str, page: int) -> Response:
     if request.method == "POST":
         return _unsaved_preview(ctx, page, width)
     values = {key: ctx.shown_values[key] for key in ctx.spec.data_keys if key in ctx.shown_values}
-    svc = services()
-    policy = _policy(ctx)
     try:
-        if _renders_as_saved(ctx.draft, values):
-            stored = render_draft_file(
-                svc.storage,
-                ctx.draft,
-                ctx.template,
-                "image",
-                page=page,
-                width=width,
-                spec=ctx.spec,
-                policy=policy,
-            )
-        else:
-            # Stored values the renderer would refuse (numbers): render the shown text,
-            # cached by those values, so the next visit is a lookup too.
-            stored = render_draft_values_image(
-                svc.storage,
-                ctx.draft,
-                ctx.template,
-                ctx.spec,
-                values,
-                page=page,
-                width=width,
-                policy=policy,
-            )
+        try:
+            stored = _saved_page(ctx, values, page, width, allow_missing=False)
+        except InvalidValues as exc:
+            if not _only_missing(exc.problems):
+                raise
+            # A required value still empty: show the page without it (the form says what
+            # is missing), so every page of the design is visible from the start.
+            stored = _saved_page(ctx, values, page, width, allow_missing=True)
         response = _send_stored(stored)
     except InvalidValues as exc:
         return _problem_json(ctx, exc.problems)
@@ -272,6 +261,41 @@ def editor_page_image(draft_hash: str, page: int) -> Response:
     # The URL names the draft's version (?v=), so a changed draft gets a new URL.
     response.headers["Cache-Control"] = "private, max-age=600"
     return response
+
+
+def _saved_page(
+    ctx: EditorContext, values: dict[str, str], page: int, width: int, *, allow_missing: bool
+) -> StoredFile:
+    """The stored image of a page as the editor shows the draft, rendered when not yet there.
+
+    The draft's own file when its stored values are what the form shows; otherwise (numbers
+    among them, or a required value left empty) rendered from the shown text, cached by it.
+    """
+    assert ctx.spec is not None and ctx.template is not None
+    svc = services()
+    policy = _policy(ctx)
+    if not allow_missing and _renders_as_saved(ctx.draft, values):
+        return render_draft_file(
+            svc.storage,
+            ctx.draft,
+            ctx.template,
+            "image",
+            page=page,
+            width=width,
+            spec=ctx.spec,
+            policy=policy,
+        )
+    return render_draft_values_image(
+        svc.storage,
+        ctx.draft,
+        ctx.template,
+        ctx.spec,
+        values,
+        page=page,
+        width=width,
+        policy=policy,
+        allow_missing=allow_missing,
+    )
 
 
 # -- the request's draft -----------------------------------------------------------------
@@ -418,6 +442,8 @@ def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Prob
             errors.update(decoded(lambda: check_values(spec, values, assets)))
         except RenderError as exc:  # a broken font file of the template
             errors.update(_template_problem(exc))
+    if spec is not None:  # uploads of another shop, crops outside the image, variants
+        errors.update(media_problems(ctx.draft, spec, values, request.form.get("variant")))
     spec_keys = set(ctx.spec.data_keys) if ctx.spec is not None else set()
     errors.update(over_global_limit({k: v for k, v in values.items() if k not in spec_keys}))
     return errors
@@ -487,6 +513,7 @@ def _save(
         state=state,
         expected_version=base,
         proof_approved_at=datetime.now(UTC) if approved else None,
+        **submitted_variant(ctx.template, ctx.draft, request.form.get("variant")),
     )
     if draft is None:  # deleted by the shop meanwhile
         raise DesignNotFound()
@@ -522,38 +549,72 @@ def _renders_as_saved(draft: Draft, values: dict[str, str]) -> bool:
     return all(stored.get(key, value) == value for key, value in values.items())
 
 
+def _only_missing(errors: dict[str, list[Problem]]) -> bool:
+    """Whether every problem is a required value left empty (a preview draws it empty)."""
+    return bool(errors) and all(
+        problem.code is Code.VALUE_REQUIRED for found in errors.values() for problem in found
+    )
+
+
 def _unsaved_preview(ctx: EditorContext, page: int, width: int) -> Response:
+    started = time.perf_counter()
     _check_form()
-    client, user = ctx.client.identifier, ctx.user
-    # Per login, over all its drafts and pages: one window per second.
-    second = int(time.time())
-    if services().ephemeral.count(f"pps:preview:{client}:{user}:{second}", 2) > (
-        PREVIEWS_PER_SECOND
-    ):
-        raise PreviewTooFast()
+    # Per login, over all its drafts and pages.
+    wait = preview_wait(services().ephemeral, ctx.client.identifier, ctx.user, PREVIEW_LIMIT)
+    if wait:
+        raise PreviewTooFast(wait)
     values = {**ctx.shown_values, **submitted_values(request.form, ctx.fields)}
     errors = _problems(ctx, values)
-    if errors:
+    missing = _only_missing(errors)
+    if errors and not missing:
         return _problem_json(ctx, errors)
+    checked = time.perf_counter()
     spend = _policy(ctx).spend
     assert spend is not None
     spend()  # the client's renders per minute
     if not _PREVIEW_RENDERS.acquire(timeout=_PREVIEW_WAIT_SECONDS):
         raise PreviewBusy()
+    rendering = time.perf_counter()
+    # The script asks for JPEG: it encodes several times faster than PNG, and a preview
+    # replaced at the next key stroke needs no lossless pixels. Anything else gets PNG.
+    jpeg = "image/jpeg" in request.headers.get("Accept", "")
     try:
-        body = decoded(lambda: _render(ctx, values, page, width))
+        body = decoded(lambda: _render(ctx, values, page, width, allow_missing=missing, jpeg=jpeg))
     except InvalidValues as exc:
         return _problem_json(ctx, exc.problems)
     except RenderError as exc:
         return _problem_json(ctx, _template_problem(exc))
     finally:
         _PREVIEW_RENDERS.release()
-    response = _png(body)
+    done = time.perf_counter()
+    response = Response(body, mimetype="image/jpeg") if jpeg else _png(body)
     response.headers["Cache-Control"] = "no-store"
+    # The render's own cost beside the round trip the browser sees (bench/keystroke.py).
+    response.headers["Server-Timing"] = ", ".join(
+        [
+            f"check;dur={(checked - started) * 1000:.1f}",
+            f"wait;dur={(rendering - checked) * 1000:.1f}",
+            f"render;dur={(done - rendering) * 1000:.1f}",
+        ]
+    )
+    if missing:
+        # Which fields are drawn empty; the script marks them (ids only: headers are ASCII).
+        index = {field.key: position for position, field in enumerate(ctx.fields)}
+        response.headers["X-Pps-Missing"] = " ".join(
+            f"f-{index[key]}" for key in errors if key in index
+        )
     return response
 
 
-def _render(ctx: EditorContext, values: dict[str, str], page: int, width: int) -> bytes:
+def _render(
+    ctx: EditorContext,
+    values: dict[str, str],
+    page: int,
+    width: int,
+    *,
+    allow_missing: bool = False,
+    jpeg: bool = False,
+) -> bytes:
     assert ctx.spec is not None
     size = image_size(ctx.spec, width, None)
     assert ctx.template is not None
@@ -563,8 +624,28 @@ def _render(ctx: EditorContext, values: dict[str, str], page: int, width: int) -
         ctx.template,
         max_pixels=services().settings.max_image_pixels,
     )
+    if jpeg:
+        image = render_page_image(
+            ctx.spec,
+            values,
+            assets,
+            page,
+            size[0],
+            size[1],
+            allow_missing=allow_missing,
+        )
+        out = BytesIO()
+        image.save(out, "JPEG", quality=JPEG_QUALITY)
+        return out.getvalue()
     body, _ = render_file(
-        "image", ctx.spec, values, assets, page=page, width=size[0], height=size[1]
+        "image",
+        ctx.spec,
+        values,
+        assets,
+        page=page,
+        width=size[0],
+        height=size[1],
+        allow_missing=allow_missing,
     )
     return body
 
@@ -681,6 +762,7 @@ def _page(
             for code in LOCALES
         ],
         pages=pages,
+        guides=guides(ctx.spec) if ctx.spec is not None else None,
         exits=exits,
         save_url=_carried_url("web.editor_save", draft.draft_hash),
         finish_url=_carried_url("web.editor_finish", draft.draft_hash),
@@ -708,6 +790,8 @@ class PageView:
     fields: str
     alt: str
     caption: str
+    #: Where each editable text sits on the image (none on a locked draft: read-only).
+    hotspots: list[Hotspot]
 
 
 def _page_views(ctx: EditorContext, width: int) -> list[PageView]:
@@ -717,6 +801,7 @@ def _page_views(ctx: EditorContext, width: int) -> list[PageView]:
     total = spec.page_count
     size = image_size(spec, width, None)
     used = page_keys(spec, ctx.fields)
+    spots = hotspots(spec, ctx.fields)
     views = []
     for page in range(total):
         url = url_for("web.editor_page_image", draft_hash=ctx.draft.draft_hash, page=page)
@@ -731,6 +816,7 @@ def _page_views(ctx: EditorContext, width: int) -> list[PageView]:
                 fields=" ".join(f"f-{index}" for index in used[page]),
                 alt=ctx.t("preview.alt", page=page + 1, pages=total),
                 caption=ctx.t("preview.page", page=page + 1, pages=total),
+                hotspots=[] if ctx.draft.locked else spots[page],
             )
         )
     return views
@@ -758,6 +844,7 @@ def _proof_views(ctx: EditorContext) -> list[PageView]:
                 fields="",
                 alt=ctx.t("proof.alt", page=page + 1, pages=total),
                 caption=ctx.t("preview.page", page=page + 1, pages=total),
+                hotspots=[],  # the proof is looked at, not edited
             )
         )
     return views

@@ -56,6 +56,7 @@ from pps.render.assets import MAX_ASSET_BYTES, AssetLoader, check_relative_name
 from pps.render.decode import DECODE_ERRORS, DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
 from pps.render.pdf import render_records_pdf
 from pps.render.text import as_texts
+from pps.uploads.images import UploadedImages
 
 _T = TypeVar("_T")
 
@@ -202,10 +203,12 @@ def draft_assets(
     *,
     max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
 ) -> AssetLoader:
-    """The files the draft renders from: its template's, and its upload if it has one."""
-    files = StorageAssets(
+    """The files the draft renders from: its template's, its upload if it has one, and the
+    images its client uploaded (for image DataKeys)."""
+    files: AssetLoader = StorageAssets(
         storage, draft.client_identifier, template.identifier, max_pixels=max_pixels
     )
+    files = UploadedImages(storage, draft.client_identifier, files)
     if uses_upload(draft):
         assert draft.upload_key is not None
         return UploadAssets(storage, draft.upload_key, files)
@@ -337,11 +340,15 @@ def render_draft_values_image(
     page: int,
     width: int,
     policy: RenderPolicy = _DEFAULT_POLICY,
+    allow_missing: bool = False,
 ) -> StoredFile:
     """A page of the draft rendered from ``values`` (what the editor shows), cached.
 
     The key holds the draft's version and a digest of the values, so showing the same
     draft again is a storage lookup even when its stored values are not plain text.
+    ``allow_missing`` draws required values that are empty as empty (the editor shows every
+    page while the customer has not filled them in yet); the same values render the same
+    bytes either way or not at all, so the key does not need it.
     """
     _check_page(spec, page)
     size = image_size(spec, width, None)
@@ -358,7 +365,9 @@ def render_draft_values_image(
 
     def make() -> bytes:
         assets = draft_assets(storage, draft, template, max_pixels=policy.max_pixels)
-        body, _ = render_file("image", spec, values, assets, page=page, width=width)
+        body, _ = render_file(
+            "image", spec, values, assets, page=page, width=width, allow_missing=allow_missing
+        )
         return body
 
     return _cached(storage, key, make, policy)

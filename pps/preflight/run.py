@@ -24,6 +24,9 @@ from pps.preflight.pdf import pdf_findings
 from pps.preflight.status import Finding, status_of
 from pps.preflight.template import check_template, check_values
 from pps.render import RenderError
+from pps.render.assets import AssetLoader
+from pps.render.media import resolve
+from pps.uploads.images import UploadedImages
 
 __all__ = ["preflight_and_store", "preflight_draft"]
 
@@ -56,7 +59,11 @@ def _findings(storage: FileStorage, draft: Draft, template: Template | None) -> 
         spec = template_spec(template, draft.variant_identifier)
     except TemplateNotRenderable as exc:
         return [Finding(1, str(exc), "error")]
-    files = StorageAssets(storage, draft.client_identifier, template.identifier)
+    files: AssetLoader = UploadedImages(
+        storage,
+        draft.client_identifier,
+        StorageAssets(storage, draft.client_identifier, template.identifier),
+    )
     if draft.intent == "upload" and not uses_upload(draft):
         return [Finding(1, "No print PDF has been uploaded yet.", "error")]
     findings: list[Finding] = []
@@ -69,7 +76,8 @@ def _findings(storage: FileStorage, draft: Draft, template: Template | None) -> 
         spec = uploaded_spec(spec, draft.intent, draft.upload_key)
     checked = spec
     try:
-        findings += check_template(checked, files)
+        # The customer's images (and chosen fonts) are checked as placed.
+        findings += check_template(resolve(checked, draft_values(draft)), files)
         findings += decoded(lambda: check_values(checked, draft_values(draft), files))
     except RenderError as exc:  # a template font that cannot be read
         findings.append(Finding(1, f"The template cannot be checked: {exc}", "error"))

@@ -37,6 +37,7 @@ from pps.render.model import (
     TextElement,
 )
 from pps.render.problems import english
+from pps.render.vector import is_svg
 
 __all__ = ["check_template", "check_values", "placed_dpi"]
 
@@ -127,6 +128,9 @@ def placed_dpi(pixels: tuple[int, int], box_mm: tuple[float, float], fit: str) -
 def _image_findings(
     element: ImageElement, loader: AssetLoader, page: int, cmyk: bool
 ) -> Iterator[Finding]:
+    if element.file is None:
+        return
+    data = b""
     try:
         data = loader(element.file)
         with warnings.catch_warnings():
@@ -137,8 +141,12 @@ def _image_findings(
         yield Finding(page, f"Image {exc}", "error")
         return
     except (OSError, ValueError, Image.DecompressionBombError, Image.DecompressionBombWarning):
+        if is_svg(data):
+            return  # vector artwork: sharp at any size
         yield Finding(page, f"Image {element.file!r} cannot be read.", "error")
         return
+    if element.crop is not None:  # the customer's crop is what gets enlarged
+        size = (max(1, round(element.crop.width)), max(1, round(element.crop.height)))
     dpi = placed_dpi(size, (element.box.width, element.box.height), element.fit)
     if dpi < MIN_DPI:
         yield Finding(

@@ -26,7 +26,7 @@ from pps.render.model import Field, TemplateSpec
 from pps.render.parsing import parse_spec
 from pps.render.pdf import render_low_res_pdf, render_print_pdf
 from pps.render.problems import Code, Problem
-from pps.render.raster import MAX_PIXELS, image_size, render_png
+from pps.render.raster import MAX_PIXELS, image_size, render_page_image, render_png
 
 __all__ = [
     "BUILTIN_FONTS",
@@ -52,6 +52,7 @@ __all__ = [
     "parse_spec",
     "render_file",
     "render_low_res_pdf",
+    "render_page_image",
     "render_png",
     "render_print_pdf",
     "validate_values",
@@ -121,6 +122,7 @@ def cache_key(
     cache. Files beside the template are assumed immutable once imported.
     """
     used = {key: values.get(key) for key in spec.data_keys}
+    used.update({choice.key: values.get(choice.key) for choice in spec.choices})
     options: dict[str, object] = {"kind": kind}
     if kind == "image":
         options.update(page=page, size=list(image_size(spec, width, height)))

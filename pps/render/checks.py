@@ -45,10 +45,12 @@ def check_files(
     width: float,
     height: float,
     artwork: Sequence[tuple[str, PdfBackground]] = (),
+    fonts: Sequence[tuple[str, str]] = (),
 ) -> None:
     """Open every referenced file once and report problems at each path that names it.
 
-    ``artwork`` lists further backgrounds with their paths (those variants swap in).
+    ``artwork`` lists further backgrounds with their paths (those variants swap in),
+    ``fonts`` further font files with theirs (a text element's ``choices``).
     """
     found: dict[tuple[str, str], Problem | None] = {}
     problems_before = len(reader.problems)
@@ -79,8 +81,10 @@ def check_files(
             artwork_path,
             functools.partial(_pdf_problem, page=background.page, width=width, height=height),
         )
+    for font_path, font in fonts:
+        check("font", font, font_path, _font_problem)
     for element_path, element in placed:
-        if isinstance(element, ImageElement):
+        if isinstance(element, ImageElement) and element.file is not None:
             check("image", element.file, f"{element_path}.file", _image_problem)
         elif isinstance(element, TextElement) and is_font_file(element.font):
             check("font", element.font, f"{element_path}.font", _font_problem)

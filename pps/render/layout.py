@@ -21,6 +21,7 @@ from reportlab.pdfbase.ttfonts import TTFont
 from pps.render.assets import AssetLoader, Assets, as_loader
 from pps.render.errors import AssetError, InvalidValues
 from pps.render.fonts import load_font
+from pps.render.media import ImageValue, choice_problem, parse_image_value, resolve
 from pps.render.model import (
     MAX_VALUE_LENGTH,
     Element,
@@ -146,6 +147,13 @@ def _check(
     for field in spec.fields:
         raw = values.get(field.key)
         problems = errors.setdefault(field.key, [])
+        if field.kind == "image":
+            image = parse_image_value(raw)
+            if isinstance(image, Problem):
+                problems.append(image)
+            elif field.required and not isinstance(image, ImageValue) and not allow_missing:
+                problems.append(Problem(Code.VALUE_REQUIRED))
+            continue
         if raw is None:
             value = field.default or ""
         elif not isinstance(raw, str):
@@ -161,6 +169,12 @@ def _check(
         else:
             resolved[field.key] = value
 
+    for choice in spec.choices:
+        problem = choice_problem(choice, values.get(choice.key))
+        if problem is not None:
+            errors.setdefault(choice.key, []).append(problem)
+    # Fonts and sizes the customer picked decide the layout (what is not valid is ignored).
+    spec = resolve(spec, values)
     prepared = Prepared(texts={}, qrs={})
     for page_index in pages:
         for index, element in enumerate(spec.pages[page_index].elements):

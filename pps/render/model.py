@@ -18,6 +18,7 @@ __all__ = [
     "ASPECT_TOLERANCE",
     "AUTOCOMPLETE_TOKENS",
     "BLACK",
+    "CHOICE_PROPERTIES",
     "CMYK",
     "DEFAULT_SIZE",
     "INPUT_TYPES",
@@ -36,8 +37,11 @@ __all__ = [
     "MAX_VARIANTS",
     "RGB",
     "Box",
+    "Choice",
+    "ChoiceOption",
     "Color",
     "ColorBackground",
+    "Crop",
     "Element",
     "Field",
     "ImageElement",
@@ -194,12 +198,30 @@ class QrElement:
 
 
 @dataclass(frozen=True)
+class Crop:
+    """The part of an image that is placed, in the image's own pixels from its top-left."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
 class ImageElement:
-    """A PNG or JPEG shipped with the template."""
+    """A PNG or JPEG shipped with the template, or (with ``data_key``) the customer's image.
+
+    A bound element draws the file named by its DataKey's value (an upload, see
+    :mod:`pps.render.media`) and ``file``, if any, while there is none. ``crop`` is set
+    only on a resolved spec: the part of the image that is fitted into the box.
+    """
 
     box: Box
-    file: str
+    file: str | None
     fit: Literal["contain", "cover", "stretch"]
+    data_key: str | None = None
+    required: bool = False
+    crop: Crop | None = None
 
 
 @dataclass(frozen=True)
@@ -270,6 +292,8 @@ class Field:
 
     ``label``, ``help``, ``placeholder``, ``input_type`` and ``autocomplete`` come from the
     template's ``fields`` object; without them the editor derives what it shows from the key.
+    ``kind`` is ``image`` for a DataKey of image elements (its value names an upload),
+    ``choice`` for a template's :class:`Choice` shown among the fields (not a DataKey).
     """
 
     key: str
@@ -282,6 +306,54 @@ class Field:
     placeholder: Localized | None = None
     input_type: InputType | None = None
     autocomplete: str | None = None
+    kind: Literal["text", "image", "choice"] = "text"
+
+
+CHOICE_PROPERTIES: tuple[Literal["font", "color", "size"], ...] = ("font", "color", "size")
+
+
+@dataclass(frozen=True)
+class ChoiceOption:
+    """One option: ``value`` is what a draft stores, ``label`` what the editor shows;
+    ``color`` is set for colours, ``size`` for sizes, ``value`` is the font for fonts."""
+
+    value: str
+    label: str
+    color: Color | None = None
+    size: float | None = None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A property of text elements the customer picks from a list the template gives.
+
+    Stored among the draft's values under ``key`` (``<dataKey or element id>.<property>``);
+    the element's own font, colour or size is the ``default``. ``free`` (colours only,
+    ``"any"`` in the template) also accepts any ``#RRGGBB``. ``targets`` are the
+    (page, element) indexes the choice applies to.
+    """
+
+    key: str
+    property: Literal["font", "color", "size"]
+    options: tuple[ChoiceOption, ...]
+    default: str
+    free: bool
+    targets: tuple[tuple[int, int], ...]
+
+    def find(self, value: str) -> ChoiceOption | None:
+        """The option ``value`` names (colours case-insensitively), or None."""
+        for option in self.options:
+            if option.value == value or (
+                self.property == "color" and option.value.lower() == value.lower()
+            ):
+                return option
+        if self.property == "size":
+            try:
+                number = float(value)
+            except ValueError:
+                return None
+            return next((item for item in self.options if item.size == number), None)
+        return None
 
 
 @dataclass(frozen=True)
@@ -337,6 +409,8 @@ class TemplateSpec:
     """The identifier of the variant this spec is resolved for; None: the template's own."""
     #: ``colorSpace`` of the template: "cmyk" makes preflight flag RGB images and colours.
     color_space: Literal["cmyk", "rgb"] | None = None
+    #: What the customer may pick per element (fonts, colours, sizes); see :class:`Choice`.
+    choices: tuple[Choice, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -346,10 +420,13 @@ class TemplateSpec:
             if isinstance(page.background, PdfBackground):
                 names.add(page.background.file)
             for element in page.elements:
-                if isinstance(element, ImageElement):
+                if isinstance(element, ImageElement) and element.file is not None:
                     names.add(element.file)
                 elif isinstance(element, TextElement) and is_font_file(element.font):
                     names.add(element.font)
+        for choice in self.choices:
+            if choice.property == "font":
+                names.update(o.value for o in choice.options if is_font_file(o.value))
         for variant in self.variants:
             for background in variant.backgrounds.values():
                 if isinstance(background, PdfBackground):
@@ -364,3 +441,6 @@ class TemplateSpec:
 
     def field(self, key: str) -> Field | None:
         return next((field for field in self.fields if field.key == key), None)
+
+    def choice(self, key: str) -> Choice | None:
+        return next((choice for choice in self.choices if choice.key == key), None)

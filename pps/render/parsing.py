@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from pps.render.assets import DirectoryAssets
 from pps.render.checks import check_files
+from pps.render.choices import parse_choices
 from pps.render.errors import SpecError
 from pps.render.field_info import apply_field_info
 from pps.render.fonts import BUILTIN_FONTS, DEFAULT_FONT, is_font_file
@@ -195,6 +196,17 @@ def parse_spec(
                 )
                 for index, page in enumerate(pages)
             ]
+    # After the variant: a choice's default and its options see the variant's swatches.
+    choices = parse_choices(c, data.get("pages"), pages, data_keys)
+    if base_dir is not None and not c.problems:
+        fonts = [
+            (f"choices.{choice.key}", option.value)
+            for choice in choices
+            if choice.property == "font"
+            for option in choice.options
+            if is_font_file(option.value)
+        ]
+        check_files(c, [], [], DirectoryAssets(base_dir), width, height, fonts=fonts)
     if c.problems:
         raise SpecError(c.problems)
     return TemplateSpec(
@@ -214,6 +226,7 @@ def parse_spec(
         themes=themes,
         variant=None if active is None else active.identifier,
         color_space=color_space,
+        choices=choices,
     )
 
 
@@ -308,9 +321,9 @@ _ALLOWED = {
     "text": _COMMON
     | _BINDING
     | {"font", "size", "color", "align", "valign", "shrinkToFit", "minSize", "multiline"}
-    | {"lineHeight"},
+    | {"lineHeight", "choices", "id"},
     "qr": _COMMON | _BINDING | {"color", "errorCorrection", "quietZone"},
-    "image": _COMMON | {"file", "fit"},
+    "image": _COMMON | {"file", "fit", "dataKey", "required"},
     "rect": _COMMON | {"fill", "stroke", "strokeWidth"},
     "line": {"type", "from", "to", "color", "width"},
 }
@@ -338,13 +351,35 @@ def _element(c: Reader, raw: Any, path: str) -> Element | None:
         elif kind == "qr":
             element = _qr(c, obj, path, box)
         elif kind == "image":
-            file = c.file(obj, "file", path)
-            fit = c.choice(obj, "fit", path, _FITS, "contain")
-            if box is not None and file is not None and fit is not None:
-                element = ImageElement(box=box, file=file, fit=fit)
+            element = _image(c, obj, path, box)
         else:
             element = _rect(c, obj, path, box)
     return element if len(c.problems) == before else None
+
+
+def _image(c: Reader, obj: Mapping[str, Any], path: str, box: Box | None) -> ImageElement | None:
+    """A template's image, or (with ``dataKey``) the customer's, ``file`` standing in."""
+    data_key = obj.get("dataKey")
+    if "dataKey" in obj and (
+        not isinstance(data_key, str) or not data_key.strip() or len(data_key) > MAX_KEY_LENGTH
+    ):
+        c.error(f"{path}.dataKey", Code.SPEC_NON_EMPTY_STRING, got=shown(data_key))
+    if "file" not in obj and "dataKey" not in obj:
+        c.error(path, Code.SPEC_IMAGE_SOURCE)
+    file = c.file(obj, "file", path) if "file" in obj else None
+    fit = c.choice(obj, "fit", path, _FITS, "contain")
+    required = c.boolean(obj, "required", path, default=False)
+    if "required" in obj and "dataKey" not in obj:
+        c.error(f"{path}.required", Code.SPEC_DATA_KEY_ONLY)
+    if box is None or fit is None or required is None:
+        return None
+    return ImageElement(
+        box=box,
+        file=file,
+        fit=fit,
+        data_key=data_key if isinstance(data_key, str) else None,
+        required=required,
+    )
 
 
 def _box(c: Reader, raw: Any, path: str) -> Box | None:
@@ -506,11 +541,26 @@ def _fields(
     """DataKeys (listed, else derived in order of first use) and each key's merged rules."""
     rules: dict[str, Field] = {}
     for element_path, element in placed:
+        if isinstance(element, ImageElement) and element.data_key is not None:
+            key = element.data_key
+            before = rules.get(key)
+            if listed is not None and key not in listed:
+                c.error(f"{element_path}.dataKey", Code.SPEC_NOT_LISTED, key=repr(key))
+            if before is not None and before.kind != "image":
+                # One value cannot be both an upload and a text.
+                c.error(f"{element_path}.dataKey", Code.SPEC_CHOICE_CLASH, key=repr(key))
+                continue
+            required = element.required or (before is not None and before.required)
+            rules[key] = Field(key, None, required, None, False, kind="image")
+            continue
         if not isinstance(element, TextElement | QrElement) or element.data_key is None:
             continue
         key = element.data_key
         if listed is not None and key not in listed:
             c.error(f"{element_path}.dataKey", Code.SPEC_NOT_LISTED, key=repr(key))
+        if key in rules and rules[key].kind == "image":
+            c.error(f"{element_path}.dataKey", Code.SPEC_CHOICE_CLASH, key=repr(key))
+            continue
         multiline = isinstance(element, TextElement) and element.multiline
         before = rules.get(key)
         if before is None:

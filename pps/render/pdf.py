@@ -27,6 +27,7 @@ from pps.render.assets import AssetLoader, Assets, as_loader, sniff
 from pps.render.errors import AssetError, InvalidValues, RenderOptionError
 from pps.render.fonts import DEFAULT_FONT, load_font
 from pps.render.layout import MM, Prepared, prepare
+from pps.render.media import resolve
 from pps.render.model import (
     CMYK,
     Color,
@@ -39,7 +40,7 @@ from pps.render.model import (
     TemplateSpec,
     TextElement,
 )
-from pps.render.stream import PageStream
+from pps.render.vector import draw_svg, is_svg, svg_size
 
 __all__ = ["LOW_RES_DPI", "render_low_res_pdf", "render_print_pdf", "render_records_pdf"]
 
@@ -58,6 +59,9 @@ class _Mode:
     bleed: bool  # MediaBox = trim + bleed (print); else MediaBox = trim
     crop_marks: bool
     low_res: bool
+    #: Deflate the content streams and fonts. A PDF that is only rasterized in this process
+    #: never travels: compressing it would take more than half of its composing time.
+    compress: bool = True
 
 
 @dataclass(frozen=True)
@@ -93,11 +97,9 @@ def render_records_pdf(
     record order, written to ``out``; returns the number of records.
 
     One reportlab canvas takes every record as it comes (``records`` may be a generator
-    over a database cursor) and each page goes to ``out`` as soon as it is drawn
-    (:class:`pps.render.stream.PageStream`), so memory stays flat however many records
-    there are, and each font is embedded (subset) once per document instead of once per
-    record. (Templates with PDF artwork, which pikepdf lays under the pages afterwards,
-    keep every page until the end: their memory grows with the records.) Layouts and
+    over a database cursor), so memory grows only by the compressed page streams (reportlab
+    keeps a document's pages until it is saved, about 20 KB per business card), and each
+    font is embedded (subset) once per document instead of once per record. Layouts and
     QR matrices that repeat are served from :mod:`pps.render.layout`'s caches. A record
     that cannot be drawn raises :class:`InvalidValues` with its keys named
     ``row <n>.<DataKey>`` (records counted from 1).
@@ -106,15 +108,8 @@ def render_records_pdf(
     loader = as_loader(assets)
     pages = range(len(spec.pages))
     count = 0
-    artwork = any(isinstance(page.background, PdfBackground) for page in spec.pages)
     with RENDER_LOCK:
         composer = _Composer(spec, loader, Prepared(texts={}, qrs={}), mode)
-        if not artwork:
-            canvas = composer.open(BytesIO())
-            stream = PageStream(canvas, out)
-            count = _draw_records(composer, canvas, spec, records, loader, pages)
-            stream.close()
-            return count
         # The canvas spools to disk past a few MB, so a long run does not hold the file twice.
         with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024) as spool:
             canvas = composer.open(spool)
@@ -140,6 +135,7 @@ def _draw_records(
     for count, record in enumerate(records, start=1):
         try:
             composer.prepared = prepare(spec, record, loader, pages)
+            composer.spec = resolve(spec, record)
         except InvalidValues as exc:
             raise InvalidValues(
                 {f"row {count}.{key}": found for key, found in exc.problems.items()}
@@ -165,8 +161,9 @@ def render_page_pdf(
     *,
     allow_missing: bool = False,
 ) -> bytes:
-    """One page at trim size with full-resolution content: what PNGs are rasterized from."""
-    mode = _Mode(bleed=False, crop_marks=False, low_res=False)
+    """One page at trim size with full-resolution content: what PNGs are rasterized from
+    (uncompressed: it is read once, by pdfium, in this process)."""
+    mode = _Mode(bleed=False, crop_marks=False, low_res=False, compress=False)
     return compose(spec, values, loader, [page], mode, allow_missing=allow_missing)
 
 
@@ -182,7 +179,7 @@ def compose(
     """Draw ``pages`` of ``spec`` with ``values`` into one PDF."""
     with RENDER_LOCK:
         prepared = prepare(spec, values, loader, pages, allow_missing=allow_missing)
-        return _Composer(spec, loader, prepared, mode).run(pages)
+        return _Composer(resolve(spec, values), loader, prepared, mode).run(pages)
 
 
 class _Composer:
@@ -219,7 +216,7 @@ class _Composer:
         canvas = Canvas(
             out,
             invariant=True,
-            pageCompression=1,
+            pageCompression=1 if self.mode.compress else 0,
             initialFontName=initial,  # type: ignore[arg-type]  # the stubs say float: a typo
         )
         canvas.setTitle(self.spec.name)
@@ -344,31 +341,63 @@ class _Composer:
         canvas.drawPath(path, stroke=0, fill=1)
 
     def _image(self, canvas: Canvas, element: ImageElement) -> None:
+        """The image (or its ``crop``) fitted into the box as ``fit`` says, clipped to both."""
+        if element.file is None:
+            return  # a customer's image not given yet, and no stand-in
         box = element.box
         data = self._file(element.file)
-        if sniff(data) not in ("png", "jpeg"):
-            raise AssetError(f"{element.file!r}: is not a PNG or JPEG file")
+        svg = is_svg(data)
+        if not svg and sniff(data) not in ("png", "jpeg"):
+            raise AssetError(f"{element.file!r}: is not a PNG, JPEG or SVG file")
+        reader: ImageReader | None = None
         try:
-            reader = ImageReader(BytesIO(data))
-            pixel_width, pixel_height = reader.getSize()
-        except Exception as exc:  # reportlab wraps Pillow's errors in its own
+            if svg:
+                pixel_width, pixel_height = svg_size(data)
+            else:
+                reader = ImageReader(BytesIO(data))
+                pixel_width, pixel_height = reader.getSize()
+        except Exception as exc:  # reportlab and svglib wrap the parsers' errors in their own
             raise AssetError(f"{element.file!r}: cannot be read as an image: {exc}") from None
+        crop = element.crop
+        cx, cy, cw, ch = (0.0, 0.0, float(pixel_width), float(pixel_height))
+        if crop is not None:
+            # Within the image: a crop reaching past an edge is cut back to it.
+            cx = min(max(crop.x, 0.0), pixel_width - 1.0)
+            cy = min(max(crop.y, 0.0), pixel_height - 1.0)
+            cw, ch = min(crop.width, pixel_width - cx), min(crop.height, pixel_height - cy)
         x, y = self._x(box.x), self._y(box.y + box.height)
         w, h = box.width * MM, box.height * MM
-        draw_w, draw_h = w, h
-        if element.fit != "stretch":
+        if element.fit == "stretch":
+            sx, sy = w / cw, h / ch
+        else:
             pick = min if element.fit == "contain" else max
-            scale = pick(w / pixel_width, h / pixel_height)
-            draw_w, draw_h = pixel_width * scale, pixel_height * scale
+            sx = sy = pick(w / cw, h / ch)
+        shown_w, shown_h = cw * sx, ch * sy
+        left = x + (w - shown_w) / 2  # where the crop's top-left corner lands
+        top = y + (h + shown_h) / 2
+        draw_w, draw_h = pixel_width * sx, pixel_height * sy
+        if crop is None:
+            image_x, image_y = x + (w - draw_w) / 2, y + (h - draw_h) / 2
+            if element.fit == "cover":
+                self._clip(canvas, x, y, w, h)
+        else:
+            image_x, image_y = left - cx * sx, top + cy * sy - draw_h
+            clip_x0, clip_y0 = max(x, left), max(y, top - shown_h)
+            clip_x1, clip_y1 = min(x + w, left + shown_w), min(y + h, top)
+            self._clip(canvas, clip_x0, clip_y0, clip_x1 - clip_x0, clip_y1 - clip_y0)
+        if svg:
+            draw_svg(canvas, data, image_x, image_y, draw_w, draw_h)
+            return
+        assert reader is not None
         if self.mode.low_res:
             reader = ImageReader(BytesIO(_downsample(data, draw_w, draw_h)))
-        if element.fit == "cover":
-            clip = canvas.beginPath()
-            clip.rect(x, y, w, h)
-            canvas.clipPath(clip, stroke=0, fill=0)
-        canvas.drawImage(
-            reader, x + (w - draw_w) / 2, y + (h - draw_h) / 2, draw_w, draw_h, mask="auto"
-        )
+        canvas.drawImage(reader, image_x, image_y, draw_w, draw_h, mask="auto")
+
+    @staticmethod
+    def _clip(canvas: Canvas, x: float, y: float, w: float, h: float) -> None:
+        clip = canvas.beginPath()
+        clip.rect(x, y, w, h)
+        canvas.clipPath(clip, stroke=0, fill=0)
 
     def _rect(self, canvas: Canvas, element: RectElement) -> None:
         box = element.box

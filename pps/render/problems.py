@@ -40,6 +40,11 @@ class Code(StrEnum):
     VALUE_NO_FIT = "value.no_fit"
     VALUE_TOO_MANY_LINES = "value.too_many_lines"
     VALUE_QR_TOO_LONG = "value.qr_too_long"
+    VALUE_IMAGE = "value.image"
+    VALUE_IMAGE_CROP = "value.image_crop"
+    VALUE_IMAGE_UNKNOWN = "value.image_unknown"
+    VALUE_IMAGE_REFUSED = "value.image_refused"
+    VALUE_CHOICE = "value.choice"
 
     # The template file itself.
     SPEC_NOT_JSON_OBJECT = "spec.not_json_object"
@@ -90,6 +95,11 @@ class Code(StrEnum):
     SPEC_LOCALIZED = "spec.localized"
     SPEC_LANGUAGE = "spec.language"
     SPEC_MULTILINE_INPUT = "spec.multiline_input"
+    SPEC_CHOICE_OWNER = "spec.choice_owner"
+    SPEC_CHOICE_OPTIONS = "spec.choice_options"
+    SPEC_CHOICE_DEFAULT = "spec.choice_default"
+    SPEC_CHOICE_CLASH = "spec.choice_clash"
+    SPEC_IMAGE_SOURCE = "spec.image_source"
 
     # A file beside the template (checked when a template is imported).
     FILE_UNUSABLE = "file.unusable"

@@ -1,0 +1,199 @@
+"""The editor's image uploads and the data for ``editor_media.html`` (routes on ``bp``).
+
+* ``POST /editor/<hash>/upload``: multipart with ``csrf_token``, ``upload`` (the image
+  DataKey) and the file in the part ``image:<DataKey>``. Checked by :mod:`pps.uploads`
+  (PNG, JPEG, SVG cleaned; size and pixel limits), then stored as the client's upload.
+  With ``Accept: application/json`` (the script) it answers the new value, its pixel size
+  and effective resolution, and saves nothing; the form without JavaScript saves the value
+  on the draft and returns to the edit step. Refused files: 422 (JSON or the form again).
+* ``GET /editor/<hash>/image/<identifier>``: an image the draft's client uploaded, for
+  the crop view (the draft's own user only).
+"""
+
+from __future__ import annotations
+
+from flask import Response, jsonify, request, url_for
+
+from pps.acl import remote as acl
+from pps.editor import web as editor
+from pps.editor.media import (
+    MIN_DPI,
+    MediaView,
+    box_of,
+    default_crop,
+    effective_dpi,
+    image_kind_problem,
+    image_value,
+    media_view,
+)
+from pps.editor.model import FieldView, submitted_values
+from pps.files.rendering import NoUpload, TemplateNotRenderable, draft_spec
+from pps.platform.errors import NotFound
+from pps.platform.models import Draft
+from pps.render.problems import Code, Problem
+from pps.uploads.images import IMAGE_KINDS, image_size
+from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
+from pps.uploads.web_body import allow_upload_body
+from pps.web import bp
+from pps.web.common import services
+from pps.web.i18n import Translator
+from pps.web.page_docs import _LOCATION, PAGES, _binary, _page
+
+_MIME = {"png": "image/png", "jpeg": "image/jpeg", "svg": "image/svg+xml"}
+
+
+@bp.app_template_global("editor_media")
+def editor_media(draft: Draft, fields: list[FieldView], t: Translator) -> MediaView | None:
+    """What ``editor_media.html`` shows for the draft (None without a renderable template)."""
+    svc = services()
+    template = svc.repository.get_template(draft.client_identifier, draft.template_identifier)
+    if template is None:
+        return None
+    try:
+        spec = draft_spec(draft, template)
+    except (TemplateNotRenderable, NoUpload):
+        return None
+    return media_view(spec, draft, fields, svc.storage, svc.uploads, t)
+
+
+@bp.post("/editor/<draft_hash>/upload")
+def editor_upload(draft_hash: str) -> Response:
+    allow_upload_body()  # before the body is read: uploads may exceed the form limit
+    ctx = editor._load(draft_hash)
+    acl.guard(services(), ctx.draft, acl.SAVE, ctx.user)
+    editor._check_form()  # at most MAX_FORM_FIELDS fields, then the CSRF token
+    if ctx.draft.locked:
+        raise editor.DraftLocked()
+    key = request.form.get("upload", "")
+    field = next((f for f in ctx.fields if f.key == key and f.kind == "image"), None)
+    if field is None or ctx.spec is None:
+        raise NotFound("This design has no such image.")
+    part = request.files.get(f"image:{key}")
+    data = part.read() if part is not None else b""
+    wants_json = request.accept_mimetypes.best == "application/json"
+    if not data and not wants_json:
+        # The form without JavaScript sent here by Enter in a field (this button comes
+        # first in the form) or without a file: save it as the Save button would.
+        return _save_form(ctx, key, None)
+    svc = services()
+    problem = "no file was chosen" if not data else image_kind_problem(data)
+    record = None
+    if problem is None:
+        try:
+            record = accept_upload(
+                svc.storage,
+                svc.uploads,
+                ctx.client.identifier,
+                part.filename or "" if part is not None else "",
+                data,
+                UploadLimits(
+                    max_bytes=svc.settings.max_upload_bytes,
+                    max_pixels=svc.settings.max_image_pixels,
+                ),
+            )
+        except UploadRefused as exc:
+            problem = str(exc)
+    if record is None or record.kind not in IMAGE_KINDS:
+        message = ctx.t("media.refused", reason=problem or "")
+        if wants_json:
+            response = jsonify({"message": message, "success": False, "errors": {key: [message]}})
+            response.status_code = 422
+            return response
+        # The form again, the reason beside the image, nothing saved.
+        values = {**ctx.shown_values, **submitted_values(request.form, ctx.fields)}
+        refused = Problem(Code.VALUE_IMAGE_REFUSED, {"reason": problem or ""})
+        return editor._page(ctx, "edit", values=values, errors={key: [refused]}, status=422)
+    stored = svc.storage.read(record.storage_key) or b""
+    size = image_size(stored) or (1.0, 1.0)
+    box = box_of(ctx.spec, key)
+    assert box is not None
+    crop = default_crop(size, box)
+    value = image_value(record.identifier, crop)
+    vector = record.kind == "svg"
+    dpi = None if vector else effective_dpi(crop["width"], box)
+    if wants_json:
+        return jsonify(
+            {
+                "key": key,
+                "identifier": record.identifier,
+                "value": value,
+                "width": size[0],
+                "height": size[1],
+                "vector": vector,
+                "dpi": dpi,
+                "minDpi": MIN_DPI,
+                "url": url_for(
+                    "web.editor_uploaded_image",
+                    draft_hash=draft_hash,
+                    identifier=record.identifier,
+                ),
+            }
+        )
+    return _save_form(ctx, key, value)
+
+
+def _save_form(ctx: editor.EditorContext, key: str, value: str | None) -> Response:
+    """Save the whole form (its texts and choices) with the new image value, as Save does:
+    the form again with 422 when a value has a problem, else back to the edit step."""
+    submitted = submitted_values(request.form, ctx.fields)
+    if value is not None:
+        submitted[key] = value
+    values = {**ctx.shown_values, **submitted}
+    errors = editor._problems(ctx, values)
+    if errors:
+        return editor._page(ctx, "edit", values=values, errors=errors, status=422)
+    draft = editor._save(ctx, submitted, state="edited")
+    editor._notify(draft.draft_hash, "form.saved")
+    return editor._see_other(editor._step_url(draft.draft_hash, "edit"))
+
+
+@bp.get("/editor/<draft_hash>/image/<identifier>")
+def editor_uploaded_image(draft_hash: str, identifier: str) -> Response:
+    ctx = editor._load(draft_hash)
+    svc = services()
+    record = svc.uploads.get(ctx.client.identifier, identifier)
+    data = svc.storage.read(record.storage_key) if record is not None else None
+    if record is None or data is None or record.kind not in _MIME:
+        raise NotFound("There is no such image.")
+    response = Response(data, mimetype=_MIME[record.kind])
+    # An SVG opened on its own runs nothing (it is cleaned, and this forbids it anyway).
+    response.headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+_UPLOAD_DOC = """\
+An image for an image DataKey of the draft, sent by the editor (multipart): `csrf_token`,
+`upload` (the DataKey) and the file in the part `image:<DataKey>`. PNG, JPEG and SVG only,
+recognised by their content and checked as `POST /api-ext/file` checks them (an SVG is
+stored cleaned; more pixels than `PPS_MAX_IMAGE_PIXELS` are refused). With
+`Accept: application/json` the answer is `{key, identifier, value, width, height, vector,
+dpi, minDpi, url}` and nothing is saved (the script puts `value` into the form); without,
+the value is saved on the draft and the answer is `303` back to the edit step. A refused
+file: `422` (JSON with `errors.<DataKey>`, or an HTML page).
+"""
+
+PAGES.update(
+    {
+        "web.editor_upload": {
+            "post": _page(
+                "Upload an image for an image DataKey of the design",
+                _UPLOAD_DOC,
+                {
+                    "200": {"description": "JSON: the uploaded image and the value to use."},
+                    "303": {"description": "Saved; back to the form.", "headers": _LOCATION},
+                },
+                (400, 401, 403, 404, 413, 422, 503),
+            )
+        },
+        "web.editor_uploaded_image": {
+            "get": _page(
+                "An image uploaded for the design, for the crop view",
+                "The image's bytes (PNG, JPEG or cleaned SVG), for the draft's user only.",
+                {"200": _binary("image/png", "The image.")},
+                (401, 404, 503),
+            )
+        },
+    }
+)

@@ -1,0 +1,47 @@
+"""SVG images drawn as vector artwork with svglib (no rasterizing, so a logo stays sharp).
+
+Only SVGs stored by :mod:`pps.uploads` reach here: cleaned to shapes, text and gradients
+with local references, so svglib never loads anything from outside the file.
+"""
+
+from __future__ import annotations
+
+import functools
+from io import BytesIO
+from typing import Any
+
+from reportlab.graphics import renderPDF
+from reportlab.pdfgen.canvas import Canvas
+
+__all__ = ["draw_svg", "is_svg", "svg_size"]
+
+
+def is_svg(data: bytes) -> bool:
+    head = data[:4096].lstrip()
+    return head.startswith((b"<?xml", b"<svg")) and b"<svg" in head
+
+
+@functools.lru_cache(maxsize=32)
+def _drawing(data: bytes) -> Any:
+    from svglib.svglib import svg2rlg
+
+    drawing = svg2rlg(BytesIO(data))
+    if drawing is None or not drawing.width or not drawing.height:
+        raise ValueError("the SVG has no drawable size")
+    return drawing
+
+
+def svg_size(data: bytes) -> tuple[float, float]:
+    """The SVG's own size in its user units (what a crop of it is measured in)."""
+    drawing = _drawing(data)
+    return float(drawing.width), float(drawing.height)
+
+
+def draw_svg(canvas: Canvas, data: bytes, x: float, y: float, width: float, height: float) -> None:
+    """The SVG scaled to ``width`` x ``height`` points with its lower-left corner at x, y."""
+    drawing = _drawing(data)
+    canvas.saveState()
+    canvas.translate(x, y)
+    canvas.scale(width / drawing.width, height / drawing.height)
+    renderPDF.draw(drawing, canvas, 0, 0)
+    canvas.restoreState()

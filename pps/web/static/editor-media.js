@@ -1,0 +1,284 @@
+// The editor's images and choices (editor_media.html): upload by file picker or drag and
+// drop, crop by dragging, zoom slider and keys, a resolution warning under 300 dpi, and a
+// live preview when a colour, font or size is picked. Without this script the form still
+// uploads (the "Upload image" button), picks and saves.
+(function () {
+  "use strict";
+
+  var KEY_STEP = 0.02; // arrow keys move by this share of the image
+  var ZOOM_STEP = 0.1;
+
+  function numberOr(text, fallback) {
+    var value = parseFloat(text);
+    return isNaN(value) ? fallback : value;
+  }
+
+  function changed(input, key) {
+    // editor.js re-renders the pages showing the field whose id the input event names.
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    document.dispatchEvent(
+      new CustomEvent("pps:changed", { detail: { key: key, value: input.value } })
+    );
+  }
+
+  function setupImage(root, group, form) {
+    var key = group.getAttribute("data-key");
+    var hidden = group.querySelector("input[type=hidden]");
+    var picker = group.querySelector("input[type=file]");
+    var drop = group.querySelector(".media-drop");
+    var cropBox = group.querySelector(".media-crop");
+    var frame = group.querySelector(".media-frame");
+    var photo = group.querySelector(".media-photo");
+    var zoom = group.querySelector(".media-zoom");
+    var dpiText = group.querySelector(".media-dpi");
+    var error = group.querySelector(".field-error");
+    var button = group.querySelector(".media-upload");
+    var minDpi = parseFloat(root.getAttribute("data-min-dpi")) || 300;
+    var boxW = parseFloat(group.getAttribute("data-box-width"));
+    var boxH = parseFloat(group.getAttribute("data-box-height"));
+    var aspect = boxW / boxH;
+    var state = {
+      file: group.getAttribute("data-file") || "",
+      width: parseFloat(group.getAttribute("data-width")) || 0,
+      height: parseFloat(group.getAttribute("data-height")) || 0,
+      zoom: parseFloat(group.getAttribute("data-zoom")) || 1,
+      cx: numberOr(group.getAttribute("data-cx"), 0.5),
+      cy: numberOr(group.getAttribute("data-cy"), 0.5),
+      vector: false,
+    };
+    if (button) {
+      // The script uploads as soon as a file is chosen; and without this button, Save is
+      // the form's default again (Enter in a field saves).
+      button.remove();
+    }
+    frame.style.aspectRatio = String(aspect);
+
+    function crop() {
+      var baseW = state.width / state.height > aspect ? state.height * aspect : state.width;
+      var w = baseW / state.zoom;
+      var h = w / aspect;
+      var x = Math.min(Math.max(state.cx * state.width - w / 2, 0), state.width - w);
+      var y = Math.min(Math.max(state.cy * state.height - h / 2, 0), state.height - h);
+      state.cx = (x + w / 2) / state.width;
+      state.cy = (y + h / 2) / state.height;
+      return { x: x, y: y, width: w, height: h };
+    }
+
+    function round(n) {
+      return Math.round(n * 100) / 100;
+    }
+
+    function draw() {
+      if (!state.file || !state.width) {
+        return null;
+      }
+      var c = crop();
+      var scale = frame.clientWidth / c.width;
+      photo.style.width = state.width * scale + "px";
+      photo.style.height = state.height * scale + "px";
+      photo.style.left = -c.x * scale + "px";
+      photo.style.top = -c.y * scale + "px";
+      return c;
+    }
+
+    function say(c) {
+      if (!state.file) {
+        dpiText.textContent = "";
+        return;
+      }
+      if (state.vector) {
+        dpiText.textContent = root.getAttribute("data-msg-vector");
+        dpiText.classList.remove("low");
+        return;
+      }
+      var dpi = Math.round(c.width / (boxW / 25.4));
+      var low = dpi < minDpi;
+      dpiText.classList.toggle("low", low);
+      dpiText.textContent = root
+        .getAttribute(low ? "data-msg-low" : "data-msg-dpi")
+        .replace("{dpi}", String(dpi));
+    }
+
+    function commit() {
+      var c = draw();
+      if (!c) {
+        return;
+      }
+      say(c);
+      hidden.value = JSON.stringify({
+        file: state.file,
+        crop: { x: round(c.x), y: round(c.y), width: round(c.width), height: round(c.height) },
+      });
+      changed(hidden, key);
+    }
+
+    function upload(file) {
+      if (!file) {
+        return;
+      }
+      var body = new FormData();
+      body.append("csrf_token", form.querySelector("input[name=csrf_token]").value);
+      body.append("upload", key);
+      body.append("image:" + key, file, file.name);
+      error.textContent = "";
+      dpiText.textContent = root.getAttribute("data-msg-uploading");
+      group.setAttribute("aria-busy", "true");
+      fetch(root.getAttribute("data-upload-url"), {
+        method: "POST",
+        body: body,
+        credentials: "same-origin",
+        headers: { Accept: "application/json" },
+      })
+        .then(function (response) {
+          return response.json().then(function (data) {
+            if (!response.ok) {
+              var messages = (data.errors && data.errors[key]) || [data.message];
+              error.textContent = messages.join(" ");
+              group.classList.add("invalid");
+              dpiText.textContent = "";
+              return;
+            }
+            group.classList.remove("invalid");
+            state.file = data.identifier;
+            state.width = data.width;
+            state.height = data.height;
+            state.vector = !!data.vector;
+            state.zoom = 1;
+            state.cx = 0.5;
+            state.cy = 0.5;
+            zoom.value = "1";
+            cropBox.hidden = false;
+            photo.onload = function () {
+              commit();
+            };
+            photo.src = data.url;
+          });
+        })
+        .catch(function (reason) {
+          error.textContent = root.getAttribute("data-msg-failed").replace("{reason}", String(reason));
+        })
+        .then(function () {
+          group.removeAttribute("aria-busy");
+        });
+    }
+
+    picker.addEventListener("change", function () {
+      upload(picker.files && picker.files[0]);
+    });
+    ["dragenter", "dragover"].forEach(function (name) {
+      drop.addEventListener(name, function (event) {
+        event.preventDefault();
+        drop.classList.add("over");
+      });
+    });
+    ["dragleave", "drop"].forEach(function (name) {
+      drop.addEventListener(name, function () {
+        drop.classList.remove("over");
+      });
+    });
+    drop.addEventListener("drop", function (event) {
+      event.preventDefault();
+      var files = event.dataTransfer && event.dataTransfer.files;
+      upload(files && files[0]);
+    });
+
+    var dragging = null;
+    frame.addEventListener("pointerdown", function (event) {
+      if (!state.file) {
+        return;
+      }
+      dragging = { x: event.clientX, y: event.clientY };
+      frame.setPointerCapture(event.pointerId);
+      event.preventDefault();
+    });
+    frame.addEventListener("pointermove", function (event) {
+      if (!dragging) {
+        return;
+      }
+      var c = crop();
+      var scale = frame.clientWidth / c.width;
+      state.cx -= (event.clientX - dragging.x) / scale / state.width;
+      state.cy -= (event.clientY - dragging.y) / scale / state.height;
+      dragging = { x: event.clientX, y: event.clientY };
+      draw();
+    });
+    function endDrag() {
+      if (dragging) {
+        dragging = null;
+        commit();
+      }
+    }
+    frame.addEventListener("pointerup", endDrag);
+    frame.addEventListener("pointercancel", endDrag);
+    frame.addEventListener("keydown", function (event) {
+      var moves = {
+        ArrowLeft: [-KEY_STEP, 0],
+        ArrowRight: [KEY_STEP, 0],
+        ArrowUp: [0, -KEY_STEP],
+        ArrowDown: [0, KEY_STEP],
+      };
+      if (moves[event.key]) {
+        state.cx += moves[event.key][0];
+        state.cy += moves[event.key][1];
+      } else if (event.key === "+" || event.key === "=") {
+        state.zoom = Math.min(parseFloat(zoom.max), state.zoom + ZOOM_STEP);
+        zoom.value = String(state.zoom);
+      } else if (event.key === "-") {
+        state.zoom = Math.max(1, state.zoom - ZOOM_STEP);
+        zoom.value = String(state.zoom);
+      } else {
+        return;
+      }
+      event.preventDefault();
+      commit();
+    });
+    zoom.addEventListener("input", function (event) {
+      event.stopPropagation(); // the slider is no field of its own
+      state.zoom = parseFloat(zoom.value) || 1;
+      commit();
+    });
+    if (state.file) {
+      state.vector = dpiText.textContent === root.getAttribute("data-msg-vector");
+      if (photo.complete) {
+        draw();
+      } else {
+        photo.addEventListener("load", draw);
+      }
+    }
+    window.addEventListener("resize", draw);
+  }
+
+  function start() {
+    var root = document.getElementById("editor-media");
+    var form = document.getElementById("editor-form");
+    if (!root || !form || !window.fetch || !window.FormData) {
+      return;
+    }
+    Array.prototype.forEach.call(root.querySelectorAll(".media-image"), function (group) {
+      setupImage(root, group, form);
+    });
+    // A colour picked in a radio group: re-render the pages through the group's id.
+    Array.prototype.forEach.call(root.querySelectorAll("fieldset.media-choice"), function (group) {
+      group.addEventListener("change", function (event) {
+        event.stopPropagation();
+        group.value = event.target.value;
+        changed(group, event.target.name.replace(/^v:/, ""));
+      });
+    });
+    var variants = root.querySelector(".media-variants");
+    if (variants) {
+      variants.addEventListener("change", function () {
+        var save = form.querySelector("button[name=action][value=save]");
+        if (save && form.requestSubmit) {
+          form.requestSubmit(save);
+        }
+      });
+    }
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

@@ -1,0 +1,428 @@
+"""Image DataKeys and choices through the service: the draft API and the editor's forms.
+
+The business card example has a replaceable ``logo`` and lets the customer pick the name's
+font and colour. Driven with the Flask test client against real Redis and a real
+database; files are real PNG, SVG and CSV bytes; print PDFs are read back with pypdf.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import struct
+import zlib
+from typing import Any
+
+import pytest
+from api_support import assert_error
+from conftest import ApiClient
+from flask import Flask
+from flask.testing import FlaskClient
+from pypdf import PdfReader
+from test_api_variants import FOREST, print_file
+from test_editor import log_in, open_editor
+from test_render_media import CARD_DIR, RED_CMYK, quadrants
+from vdata_support import multipart
+
+from pps.platform.models import Client, Draft, Template, User
+from pps.platform.repository.sql import SqlRepository
+from pps.templates.files import import_template, load_template_file
+
+CROP = {"x": 300, "y": 150, "width": 300, "height": 150}
+
+
+@pytest.fixture
+def card(app: Flask, repo: SqlRepository, tenant: Client) -> Template:
+    loaded = load_template_file(CARD_DIR / "template.json")
+    return import_template(repo, app.extensions["pps"].storage, tenant.identifier, loaded)
+
+
+@pytest.fixture
+def user(repo: SqlRepository, tenant: Client) -> User:
+    return repo.create_user(tenant.identifier, {})
+
+
+def upload(api: ApiClient, data: bytes, name: str = "logo.png") -> str:
+    response = api.post(
+        "/api-ext/file", data=multipart(name, data), content_type="multipart/form-data"
+    )
+    assert response.status_code == 201, response.get_data(as_text=True)
+    return str(response.get_json()["identifier"])
+
+
+def new_draft(api: ApiClient, card: Template, user: User, **values: Any) -> Any:
+    return api.post(
+        "/api-ext/draft",
+        json={
+            "templateIdentifier": card.identifier,
+            "userIdentifier": user.identifier,
+            "intent": "customize",
+            "apiDefaultValues": values,
+        },
+    )
+
+
+def huge_png(width: int = 10_000, height: int = 10_000) -> bytes:
+    """A PNG whose header says 100 megapixels (its pixel data is never reached)."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 1000))
+        + chunk(b"IEND", b"")
+    )
+
+
+def images_of(pdf: bytes) -> list[tuple[int, int]]:
+    return [image.image.size for image in PdfReader(io.BytesIO(pdf)).pages[0].images]  # type: ignore[union-attr]
+
+
+def content_of(pdf: bytes) -> bytes:
+    return PdfReader(io.BytesIO(pdf)).pages[0].get_contents().get_data()  # type: ignore[union-attr]
+
+
+# -- the draft API ------------------------------------------------------------------------
+
+
+def test_an_uploaded_file_is_an_image_value_of_a_draft(
+    client: FlaskClient,
+    api: ApiClient,
+    card: Template,
+    user: User,
+    tenant: Client,
+    repo: SqlRepository,
+) -> None:
+    identifier = upload(api, quadrants())
+    response = new_draft(
+        api,
+        card,
+        user,
+        name="Ada",
+        logo={"file": identifier, "crop": CROP},
+        **{"name.color": "Red"},
+    )
+    assert response.status_code == 201, response.get_data(as_text=True)
+    data = response.get_json()["data"]
+    draft = repo.get_draft(tenant.identifier, data["draftHash"])
+    assert draft is not None
+    pdf = print_file(client, tenant, draft)
+    assert images_of(pdf) == [(600, 300)]
+    assert RED_CMYK.encode() in content_of(pdf)
+    # A plain identifier (the whole image) is a value too, through PUT.
+    updated = api.put(
+        f"/api-ext/draft/{draft.draft_hash}", json={"apiDefaultValues": {"logo": identifier}}
+    )
+    assert updated.status_code == 200, updated.get_data(as_text=True)
+
+
+def test_foreign_unknown_and_non_image_files_are_422(
+    api: ApiClient,
+    other_api: ApiClient,
+    card: Template,
+    user: User,
+    repo: SqlRepository,
+    tenant: Client,
+) -> None:
+    foreign = upload(other_api, quadrants())
+    csv = upload(api, b"Name\nAda\n", "rows.csv")
+    mine = upload(api, quadrants())
+    before = len(repo.list_drafts(tenant.identifier, 1, 100).items)
+    for value in (
+        foreign,
+        {"file": foreign},
+        "0" * 32,
+        csv,
+        {"file": mine, "crop": {"x": 500, "y": 0, "width": 300, "height": 150}},  # off the image
+        {"file": mine, "crop": {"x": 0}},
+        ["not", "an", "image"],
+    ):
+        body = assert_error(new_draft(api, card, user, logo=value), 422, "apiDefaultValues.logo")
+        assert "logo" in json.dumps(body)
+    assert_error(
+        new_draft(api, card, user, **{"name.color": "Pink"}), 422, "apiDefaultValues.name.color"
+    )
+    assert_error(
+        new_draft(api, card, user, **{"name.font": "Courier"}), 422, "apiDefaultValues.name.font"
+    )
+    assert len(repo.list_drafts(tenant.identifier, 1, 100).items) == before  # nothing written
+    created = new_draft(api, card, user, name="Ada")
+    draft_hash = created.get_json()["data"]["draftHash"]
+    response = api.put(f"/api-ext/draft/{draft_hash}", json={"apiDefaultValues": {"logo": foreign}})
+    assert_error(response, 422, "apiDefaultValues.logo")
+    stored = repo.get_draft(tenant.identifier, draft_hash)
+    assert stored is not None and "logo" not in stored.api_default_values
+    response = api.post(
+        f"/api-ext/draft/{draft_hash}/replicate", json={"apiDefaultValues": {"logo": foreign}}
+    )
+    assert_error(response, 422, "apiDefaultValues.logo")
+
+
+def test_preflight_reports_a_low_resolution_logo(
+    api: ApiClient, card: Template, user: User
+) -> None:
+    small = upload(api, quadrants(60, 30))
+    response = new_draft(api, card, user, name="Ada")
+    draft_hash = response.get_json()["data"]["draftHash"]
+    updated = api.put(
+        f"/api-ext/draft/{draft_hash}", json={"apiDefaultValues": {"name": "Ada", "logo": small}}
+    )
+    results = updated.get_json()["data"]["validationResults"]
+    assert any(
+        "dpi" in result["message"] and result["severity"] == "warning" for result in results
+    ), results
+
+
+# -- the editor ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def draft(api: ApiClient, card: Template, user: User, repo: SqlRepository, tenant: Client) -> Draft:
+    response = new_draft(api, card, user, name="Ada Lovelace")
+    assert response.status_code == 201, response.get_data(as_text=True)
+    found = repo.get_draft(tenant.identifier, response.get_json()["data"]["draftHash"])
+    assert found is not None
+    return found
+
+
+def editor(client: FlaskClient, tenant: Client, user: User, draft: Draft) -> tuple[str, str]:
+    log_in(client, tenant, user)
+    return open_editor(client, f"/editor/{draft.draft_hash}/edit")
+
+
+def editor_upload(
+    client: FlaskClient,
+    draft: Draft,
+    token: str,
+    data: bytes,
+    *,
+    name: str = "logo.png",
+    json_answer: bool = True,
+) -> Any:
+    return client.post(
+        f"/editor/{draft.draft_hash}/upload",
+        data={"csrf_token": token, "upload": "logo", "image:logo": (io.BytesIO(data), name)},
+        content_type="multipart/form-data",
+        headers={"Accept": "application/json" if json_answer else "text/html"},
+    )
+
+
+def test_the_edit_page_offers_upload_choices_and_variants(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft
+) -> None:
+    page, _ = editor(client, tenant, user, draft)
+    assert 'name="image:logo"' in page and 'type="file"' in page
+    assert 'accept="image/png,image/jpeg,image/svg+xml"' in page
+    assert 'formenctype="multipart/form-data"' in page  # the upload works without JavaScript
+    assert not re.search(r'<input id="f-\d+" name="v:logo" type="text"', page)  # no raw text box
+    colours = re.findall(
+        r'<input type="radio" id="f-\d+-\d" name="v:name.color" value="([^"]+)"', page
+    )
+    assert colours == ["Black", "Accent", "Red"]
+    assert re.search(r'name="v:name.color" value="Black" checked', page)
+    assert re.search(r'<select id="f-\d+" name="v:name.font"', page)
+    assert re.findall(r'name="variant" value="([^"]+)"', page) == ["ocean", "forest"]
+    assert "editor-media.js" in page
+    german, _ = open_editor(client, f"/editor/{draft.draft_hash}/edit?locale=de")
+    assert "Bild auswählen" in german and "Farbe" in german
+
+
+def test_upload_crop_choose_and_save_reach_the_print_pdf(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft, repo: SqlRepository
+) -> None:
+    _, token = editor(client, tenant, user, draft)
+    answer = editor_upload(client, draft, token, quadrants())
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    body = answer.get_json()
+    assert (body["width"], body["height"], body["vector"]) == (600, 300, False)
+    value = json.loads(body["value"])
+    assert value["file"] == body["identifier"] and value["crop"]["width"] == 600  # whole width
+    assert body["dpi"] == round(600 / (24 / 25.4)) and body["dpi"] >= body["minDpi"]
+    served = client.get(body["url"])
+    assert served.status_code == 200 and served.mimetype == "image/png"
+    assert repo.get_draft(tenant.identifier, draft.draft_hash).values.get("logo") is None  # type: ignore[union-attr]
+    cropped = json.dumps({"file": body["identifier"], "crop": CROP})
+    saved = client.post(
+        f"/editor/{draft.draft_hash}/edit",
+        data={"csrf_token": token, "v:name": "Ada", "v:logo": cropped, "v:name.color": "Red",
+              "v:name.font": "Vera-BoldItalic", "variant": "forest", "action": "save"},
+    )  # fmt: skip
+    assert saved.status_code == 303, saved.get_data(as_text=True)
+    stored = repo.get_draft(tenant.identifier, draft.draft_hash)
+    assert stored is not None
+    assert stored.values["name.color"] == "Red" and stored.variant_identifier == "forest"
+    pdf = print_file(client, tenant, stored)
+    assert images_of(pdf) == [(600, 300)]
+    assert RED_CMYK.encode() in content_of(pdf)
+    assert FOREST.encode() in content_of(pdf)  # the variant's accent
+    page, _ = open_editor(client, f"/editor/{draft.draft_hash}/edit")
+    assert re.search(r'name="v:name.color" value="Red" checked', page)
+    assert re.search(r'value="forest" checked', page)
+    # The live preview renders the unsaved choice too.
+    preview = client.post(
+        f"/editor/{draft.draft_hash}/page/0.png?width=960",
+        data={"csrf_token": token, "v:name.color": "Accent", "v:logo": cropped},
+    )
+    assert preview.status_code == 200 and preview.mimetype == "image/png"
+
+
+def test_without_javascript_the_upload_saves_the_image(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft, repo: SqlRepository
+) -> None:
+    _, token = editor(client, tenant, user, draft)
+    # The whole form goes along (multipart): what was typed is saved with the image.
+    response = client.post(
+        f"/editor/{draft.draft_hash}/upload",
+        data={"csrf_token": token, "upload": "logo", "v:name": "Grace Hopper",
+              "v:name.color": "Accent", "image:logo": (io.BytesIO(quadrants()), "logo.png")},
+        content_type="multipart/form-data",
+    )  # fmt: skip
+    assert response.status_code == 303, response.get_data(as_text=True)
+    stored = repo.get_draft(tenant.identifier, draft.draft_hash)
+    assert stored is not None and json.loads(stored.values["logo"])["crop"]["width"] == 600
+    assert stored.values["name"] == "Grace Hopper" and stored.values["name.color"] == "Accent"
+    page, _ = open_editor(client, response.headers["Location"])
+    assert "dpi" in page and "media-dpi low" not in page
+    # Enter in a text field submits the first button, this one: without a file, it saves.
+    again = client.post(
+        f"/editor/{draft.draft_hash}/upload",
+        data={"csrf_token": token, "upload": "logo", "v:name": "Ada", "v:name.color": "Pink"},
+        content_type="multipart/form-data",
+    )
+    assert again.status_code == 422 and 'id="error-summary"' in again.get_data(as_text=True)
+    fixed = client.post(
+        f"/editor/{draft.draft_hash}/upload",
+        data={"csrf_token": token, "upload": "logo", "v:name": "Ada"},
+        content_type="multipart/form-data",
+    )
+    assert fixed.status_code == 303
+    stored = repo.get_draft(tenant.identifier, draft.draft_hash)
+    assert stored is not None and stored.values["name"] == "Ada" and "logo" in stored.values
+
+
+def test_a_small_image_warns_under_300_dpi(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft
+) -> None:
+    _, token = editor(client, tenant, user, draft)
+    body = editor_upload(client, draft, token, quadrants(60, 30)).get_json()
+    assert body["dpi"] < 300
+    editor_upload(client, draft, token, quadrants(60, 30), json_answer=False)
+    page, _ = open_editor(client, f"/editor/{draft.draft_hash}/edit")
+    assert 'class="media-dpi low"' in page and "300 dpi" in page
+
+
+SCRIPTED_SVG = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="40" height="10" onload="alert(1)">'
+    b'<script>alert(2)</script><rect width="40" height="10" fill="#00ff00"/>'
+    b'<image href="http://example.org/track.png" width="1" height="1"/></svg>'
+)
+ENTITY_SVG = (
+    b'<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+    b'<svg xmlns="http://www.w3.org/2000/svg"><text>&x;</text></svg>'
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "name"),
+    [
+        (b"Name,City\nAda,London\n", "logo.png"),  # not an image, whatever its name says
+        (b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF", "logo.pdf"),
+        (huge_png(), "huge.png"),
+        (b"\x89PNG\r\n\x1a\nbroken", "broken.png"),
+        (ENTITY_SVG, "logo.svg"),
+        (b"", "empty.png"),
+    ],
+)
+def test_bad_uploads_are_refused_and_nothing_is_kept(
+    client: FlaskClient,
+    app: Flask,
+    tenant: Client,
+    user: User,
+    draft: Draft,
+    data: bytes,
+    name: str,
+) -> None:
+    _, token = editor(client, tenant, user, draft)
+    response = editor_upload(client, draft, token, data, name=name)
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.get_json()["success"] is False and response.get_json()["errors"]["logo"]
+    uploads = app.extensions["pps"].storage.root / "uploads"
+    assert not uploads.exists() or not any(uploads.rglob("*.*"))
+    html = editor_upload(client, draft, token, data, name=name, json_answer=False)
+    if data:  # the form again, the reason beside the image
+        assert html.status_code == 422 and html.mimetype == "text/html"
+        page = html.get_data(as_text=True)
+        assert 'id="error-summary"' in page and "cannot be used" in page
+    else:  # no file at all is the form's Save (see the test without JavaScript)
+        assert html.status_code == 303
+
+
+def test_an_svg_with_script_or_external_reference_is_kept_clean(
+    client: FlaskClient, app: Flask, tenant: Client, user: User, draft: Draft
+) -> None:
+    _, token = editor(client, tenant, user, draft)
+    body = editor_upload(client, draft, token, SCRIPTED_SVG, name="logo.svg").get_json()
+    assert body["vector"] is True and body["dpi"] is None
+    served = client.get(body["url"])
+    assert (
+        served.mimetype == "image/svg+xml"
+        and "default-src 'none'" in served.headers["Content-Security-Policy"]
+    )
+    text = served.get_data(as_text=True)
+    assert "script" not in text and "onload" not in text and "example.org" not in text
+    assert "#00ff00" in text
+
+
+def test_the_editor_refuses_bad_choices_foreign_files_and_variants(
+    client: FlaskClient,
+    api: ApiClient,
+    other_api: ApiClient,
+    tenant: Client,
+    user: User,
+    draft: Draft,
+    repo: SqlRepository,
+) -> None:
+    _, token = editor(client, tenant, user, draft)
+    foreign = upload(other_api, quadrants())
+    for data in (
+        {"v:name.color": "Pink"},
+        {"v:name.font": "Courier"},
+        {"v:logo": json.dumps({"file": foreign})},
+        {"v:logo": "not an identifier"},
+        {"variant": "desert"},
+    ):
+        response = client.post(
+            f"/editor/{draft.draft_hash}/edit", data={"csrf_token": token, "action": "save", **data}
+        )
+        assert response.status_code == 422, (data, response.status_code)
+        assert 'id="error-summary"' in response.get_data(as_text=True)
+    stored = repo.get_draft(tenant.identifier, draft.draft_hash)
+    assert stored is not None and stored.version == draft.version  # nothing saved
+    # Another shop's (or an unknown) upload is not served to this editor either.
+    assert client.get(f"/editor/{draft.draft_hash}/image/{foreign}").status_code == 404
+
+
+def test_uploads_need_the_login_and_the_csrf_token(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft
+) -> None:
+    assert editor_upload(client, draft, "x", quadrants()).status_code == 401
+    editor(client, tenant, user, draft)
+    assert editor_upload(client, draft, "wrong", quadrants()).status_code == 403
+
+
+def test_a_locked_draft_takes_no_upload(
+    client: FlaskClient, api: ApiClient, tenant: Client, user: User, draft: Draft, app: Flask
+) -> None:
+    _, token = editor(client, tenant, user, draft)
+    assert api.put(f"/api-ext/draft/{draft.draft_hash}", json={"locked": True}).status_code == 200
+    assert editor_upload(client, draft, token, quadrants()).status_code == 409
+    locked, _ = open_editor(client, f"/editor/{draft.draft_hash}/edit")
+    assert re.search(r'<div class="editor-media"[^>]*>\s*<fieldset disabled>', locked)
+    uploads = app.extensions["pps"].storage.root / "uploads"
+    assert not uploads.exists() or not any(uploads.rglob("*.*"))
