@@ -317,11 +317,11 @@ def test_postcard_with_an_empty_required_field_shows_and_updates_both_pages(
 
     # Filling the required field updates the back; the front follows its own field, and
     # focusing that field brings the front into view.
-    recipient = page.get_by_label("recipientName")
+    recipient = page.locator("[name='v:recipientName']")
     recipient.click()
     recipient.press_sequentially("Jo Example", delay=20)
     page.wait_for_function(CAUGHT_UP, arg=back.element_handle(), timeout=20_000)
-    headline = page.get_by_label("headline", exact=True)
+    headline = page.locator("[name='v:headline']")
     headline.click()
     assert front.is_visible() and page.evaluate("ppsEditor.currentPage()") == 0
     headline.fill("Hello from the coast")
