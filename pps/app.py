@@ -27,15 +27,19 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
 
 def register_settings(app: Flask, settings: Settings) -> None:
+    from pps.editor.embed import cookie_policy
     from pps.web.request_body import LimitedRequest
 
+    # A cookie that survives the shop's cross-site <iframe> where browsers allow one.
+    cookie = cookie_policy(settings.base_url)
     app.config.update(
         SECRET_KEY=settings.secret_key,
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
         SESSION_COOKIE_NAME="pps_session",
         SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=settings.secure_cookies,
+        SESSION_COOKIE_SAMESITE=cookie.samesite,
+        SESSION_COOKIE_SECURE=cookie.secure,
+        SESSION_COOKIE_PARTITIONED=cookie.partitioned,
         PREFERRED_URL_SCHEME="https" if settings.secure_cookies else "http",
         JSON_SORT_KEYS=False,
     )

@@ -171,8 +171,10 @@ def test_login_hands_off_to_the_editor_which_sets_the_session(
     cookie = set_cookie(exchanged)
     assert "pps_session=" in cookie
     assert "HttpOnly" in cookie
-    assert "SameSite=Lax" in cookie
-    assert "Secure" not in cookie  # base URL is http:// in tests
+    # http://localhost is a secure context for browsers: the cookie a shop's frame keeps.
+    assert "SameSite=None" in cookie
+    assert "Secure" in cookie
+    assert "Partitioned" in cookie
     assert "Expires=" in cookie  # a permanent session with a lifetime
 
     page = client.get(editor)
@@ -526,7 +528,9 @@ def session_cookie(app: Flask, response: Any) -> tuple[dict[str, Any], dict[str,
     """(session data without its timestamp, cookie attributes) of a login answer."""
     cookies = response.headers.getlist("Set-Cookie")
     assert len(cookies) == 1, cookies
-    morsel = SimpleCookie(cookies[0])["pps_session"]
+    # http.cookies learns the Partitioned attribute only in Python 3.14.
+    partitioned = "; Partitioned" in cookies[0]
+    morsel = SimpleCookie(cookies[0].replace("; Partitioned", ""))["pps_session"]
     interface = app.session_interface
     assert isinstance(interface, PpsSessionInterface)
     serializer = interface.get_signing_serializer(app)
@@ -535,6 +539,8 @@ def session_cookie(app: Flask, response: Any) -> tuple[dict[str, Any], dict[str,
     login_at = data.pop("login_at")
     assert abs(login_at - time.time()) < 5
     attributes = {key: morsel[key] for key in morsel if morsel[key]}
+    if partitioned:
+        attributes["partitioned"] = True
     expires = parse_date(attributes.pop("expires"))
     assert expires is not None
     assert abs(expires.timestamp() - (time.time() + 8 * 3600)) < 5
@@ -583,7 +589,13 @@ def test_login_answer_is_a_bodiless_redirect_with_a_fresh_session(
         "user": user.identifier,
         "editor": grants,
     }
-    assert attributes == {"path": "/", "httponly": True, "samesite": "Lax"}
+    assert attributes == {
+        "path": "/",
+        "httponly": True,
+        "samesite": "None",
+        "secure": True,
+        "partitioned": True,
+    }
 
 
 REFUSED_BEFORE_THE_CLAIM: dict[str, tuple[dict[str, Any], int]] = {

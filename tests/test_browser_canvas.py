@@ -157,6 +157,7 @@ def test_click_a_text_on_the_card_type_and_the_preview_follows(desktop: Any, sho
         "phone",
         "email",
         "url",
+        "logo",
     ]
     assert page.evaluate("ppsEditor.pageCount()") == 1
 
@@ -283,9 +284,9 @@ def test_phone_keeps_the_card_in_view_with_one_primary_action(chromium: Any, sho
                  '#editor a, #editor button, #editor input, #editor textarea, #editor summary')]
                .filter(el => !el.classList.contains('hotspot') && !el.classList.contains('skip'))
                .filter(el => el.type !== 'hidden' && el.getClientRects().length)
-               // A checkbox is the size of its label: the label is what is tapped.
+               // A checkbox or radio is the size of its label: the label is what is tapped.
                .map(el => [el.tagName + '.' + el.className + '#' + el.id,
-                           (el.type === 'checkbox' ? el.closest('label') : el)
+                           (['checkbox', 'radio'].includes(el.type) ? el.closest('label') : el)
                              .getBoundingClientRect().height])
                .filter(([, height]) => height < 44)"""
         )

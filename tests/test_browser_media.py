@@ -93,7 +93,7 @@ def test_customer_uploads_crops_picks_a_colour_and_the_print_pdf_follows(
         assert "low" not in (status.get_attribute("class") or "")
 
         # Zoom with the slider, then move with the keyboard and by dragging.
-        page.get_by_label("Zoom").fill("2")
+        page.get_by_label("Zoom the image").fill("2")
         assert crop_of(page)["width"] == 600
         frame.focus()
         page.keyboard.press("ArrowRight")
@@ -110,9 +110,9 @@ def test_customer_uploads_crops_picks_a_colour_and_the_print_pdf_follows(
         dragged = crop_of(page)
         assert dragged["x"] > after_keys["x"] and dragged["y"] > after_keys["y"]
         # Zoomed far in, the placed resolution drops under 300 dpi: a warning.
-        page.get_by_label("Zoom").fill("5")
+        page.get_by_label("Zoom the image").fill("5")
         assert "Warning" in status.inner_text() and "low" in (status.get_attribute("class") or "")
-        page.get_by_label("Zoom").fill("2")
+        page.get_by_label("Zoom the image").fill("2")
         assert "Warning" not in status.inner_text()
         page.screenshot(path=str(ARTIFACTS / "editor-media-crop.png"), full_page=True)
 

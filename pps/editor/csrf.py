@@ -2,9 +2,10 @@
 
 The session cookie is signed by Flask, so the token cannot be read or forged by another site;
 every state-changing form carries it in a hidden field and the server compares the two in
-constant time. ``SameSite=Lax`` on the cookie already keeps cross-site POSTs from carrying
-the session; the token is the second, explicit line of defence and also covers browsers
-that ignore SameSite.
+constant time. The token is the line of defence against cross-site POSTs: the cookie is
+``SameSite=None`` wherever the editor may be framed by a shop (:mod:`pps.editor.embed`),
+so a browser sends it along with another site's POST; only plain http on a non-loopback
+host keeps ``SameSite=Lax``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ Pages (HTML, for the draft's own user only):
 * ``GET /editor/<hash>/preview``: every page large.
 * ``GET /editor/<hash>/proof``: every page of the print file with the trim marked and the
   "I have checked it" checkbox (required when the client says so); its form finishes.
+* ``GET /editor/<hash>/embed``: the edit step for a shop's frame; ``/3d``: a mockup.
+  Every step may be framed by the client's allowed origins (:mod:`pps.editor.embed`);
+  ``?api_token=`` on any of them is refused with a page that explains the safe way.
 * ``POST /editor/<hash>/finish``: (save the sent values and) mark the draft ``finished``,
   then ``303`` to the shop's ``callback``. ``proof_approved`` records the proof approval.
 
@@ -41,6 +44,15 @@ from pps.auth.web import SESSION_EDITOR, exchange_handoff, logged_in_as
 from pps.editor.autosave import BadBaseVersion, form_base_version
 from pps.editor.canvas import Hotspot, guides, hotspots
 from pps.editor.csrf import check_csrf, csrf_token
+from pps.editor.embed import (
+    API_TOKEN_PARAMS,
+    CLIENT_MODULE,
+    STEPS,
+    draft_info,
+    frame_ancestors,
+    frame_origins,
+    step_to_open,
+)
 from pps.editor.media_hooks import media_problems, submitted_variant
 from pps.editor.model import (
     Exit,
@@ -90,15 +102,16 @@ from pps.web.common import services
 from pps.web.i18n import LANGUAGE_NAMES, LOCALES, Translator, normalize_locale
 from pps.webhooks.events import DRAFT_FINISHED, DRAFT_UPDATED, draft_payload, emit
 
-#: Steps this editor serves. ``embed`` (the editor framed by the shop) is not offered yet:
-#: every page here forbids framing.
-STEPS = ("edit", "preview", "proof")
-DEFAULT_STEP = "edit"
-_STEP_TEMPLATES = {
+#: The template of each step (``embed`` is the edit step meant for a shop's frame).
+STEP_TEMPLATES = {
     "edit": "editor_edit.html",
     "preview": "editor_preview.html",
     "proof": "editor_proof.html",
+    "embed": "editor_embed.html",
+    "3d": "editor_3d.html",
 }
+#: Steps the step navigation offers; ``embed`` is listed only while it is shown.
+NAV_STEPS = ("edit", "preview", "proof", "3d")
 #: The proof step's checkbox ("I have checked spelling and layout").
 PROOF_FIELD = "proof_approved"
 #: Width of the proof's page images (pps.reviews.proof renders them with the trim marked).
@@ -189,11 +202,14 @@ class PreviewBusy(PpsError):
 
 @bp.get("/editor/<draft_hash>")
 def editor_default(draft_hash: str) -> Response:
-    return _show(draft_hash, None)
+    return _refuse_api_token() or _show(draft_hash, None)
 
 
 @bp.get("/editor/<draft_hash>/<step>")
 def editor_step(draft_hash: str, step: str) -> Response:
+    refused = _refuse_api_token()
+    if refused is not None:
+        return refused
     if step not in STEPS:
         raise NotFound(f"The editor has no step {step!r}; use one of: {', '.join(STEPS)}.")
     return _show(draft_hash, step)
@@ -296,6 +312,17 @@ def _saved_page(
         policy=policy,
         allow_missing=allow_missing,
     )
+
+
+@bp.after_request
+def _client_module_for_shops(response: Response) -> Response:
+    """The shops' pages import ``/static/pps-editor-client.js`` from their own origin: a
+    module script is fetched with CORS, and this public file carries no credentials."""
+    if request.endpoint == "web.static" and (request.view_args or {}).get("filename") == (
+        CLIENT_MODULE
+    ):
+        response.headers["Access-Control-Allow-Origin"] = "*"
+    return response
 
 
 # -- the request's draft -----------------------------------------------------------------
@@ -704,9 +731,7 @@ def _show(draft_hash: str, step: str | None) -> Response:
         return exchanged
     ctx = _load(draft_hash)
     acl.guard(services(), ctx.draft, acl.EDITOR_OPEN, ctx.user)
-    if step is None:
-        remembered = ctx.entry.get("step")
-        step = remembered if remembered in STEPS else DEFAULT_STEP
+    step = step_to_open(step, ctx.entry.get("step"))
     if ctx.entry.get("step") != step:
         _remember(draft_hash, {**ctx.entry, "step": step})
     return _page(ctx, step, values=ctx.shown_values, errors={}, status=200)
@@ -738,13 +763,13 @@ def _page(
     elif draft.state == "finished" and "form.finished" not in notice_keys:
         notice_keys.append("form.finished")
     notices = [t(key) for key in notice_keys]
-    width = EDIT_WIDTH if step == "edit" else LARGE_WIDTH
+    width = EDIT_WIDTH if step in ("edit", "embed") else LARGE_WIDTH
     pages = _proof_views(ctx) if step == "proof" else _page_views(ctx, width)
     exits = ctx.exits
     callback_target = request.args.get("callback_target", "")
     template_name = ctx.template.name if ctx.template is not None else draft.template_identifier
     body = render_template(
-        _STEP_TEMPLATES[step],
+        STEP_TEMPLATES[step],
         t=t,
         locale=t.locale,
         draft=draft,
@@ -756,7 +781,11 @@ def _page(
         general_errors=general,
         notices=notices,
         step=step,
-        steps=[(name, t(f"step.{name}"), _step_url(draft.draft_hash, name)) for name in STEPS],
+        steps=[
+            (name, t(f"step.{name}"), _step_url(draft.draft_hash, name))
+            for name in STEPS
+            if name in NAV_STEPS or name == step
+        ],
         languages=[
             (code, LANGUAGE_NAMES[code], _step_url(draft.draft_hash, step, locale=code))
             for code in LOCALES
@@ -773,9 +802,53 @@ def _page(
         proof_required=proof_required(ctx.client.identifier),
         proof_url=_step_url(draft.draft_hash, "proof"),
         autosave_url=url_for("web.editor_autosave", draft_hash=draft.draft_hash),
+        embed_origins=" ".join(frame_origins(ctx.client.allowed_origins)),
+        embed_info=_draft_info(ctx, step, template_name),
     )
     response = Response(body, status=status, mimetype="text/html")
-    response.headers["Content-Security-Policy"] = _editor_csp(exits.values())
+    response.headers["Content-Security-Policy"] = _editor_csp(
+        exits.values(), ctx.client.allowed_origins
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _draft_info(ctx: EditorContext, step: str, template_name: str) -> dict[str, Any]:
+    """The draft as the bridge announces it to the shop's page (``EDITOR_LOADED``)."""
+    spec = ctx.spec
+    offered = ctx.draft.available_variants
+    variants = [
+        {
+            "id": variant.id,
+            "identifier": variant.identifier,
+            "name": variant.name,
+            "thumbnail": {"type": variant.thumbnail_type, "value": variant.thumbnail_value},
+        }
+        for variant in (spec.variants if spec is not None else ())
+        if offered is None or variant.identifier in offered
+    ]
+    return draft_info(
+        draft_hash=ctx.draft.draft_hash,
+        template_name=template_name,
+        pages=spec.page_count if spec is not None else 0,
+        data_keys=[(field.key, field.key) for field in ctx.fields],
+        variants=variants,
+        active_variant=ctx.draft.variant_identifier,
+        step=step,
+        version=ctx.draft.version,
+        locked=ctx.draft.locked,
+        proof_required=proof_required(ctx.client.identifier),
+    )
+
+
+def _refuse_api_token() -> Response | None:
+    """``?api_token=`` on an editor URL: a page explaining the safe way (``/auth`` called by
+    the shop's server), before anything else is looked at."""
+    if not any(name in request.args for name in API_TOKEN_PARAMS):
+        return None
+    t = Translator(normalize_locale(request.args.get("locale")) or "en")
+    body = render_template("editor_api_token.html", t=t, locale=t.locale)
+    response = Response(body, status=400, mimetype="text/html")
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -871,11 +944,13 @@ def _see_other(location: str) -> Response:
     return response
 
 
-def _editor_csp(exits: Any) -> str:
-    """The site-wide policy, plus ``blob:`` images (the live preview) and the callbacks'
-    origins as form targets (Chromium applies ``form-action`` to the redirect after a POST)."""
+def _editor_csp(exits: Any, allowed_origins: Any) -> str:
+    """The site-wide policy, plus ``blob:`` images (the live preview), the callbacks'
+    origins as form targets (Chromium applies ``form-action`` to the redirect after a POST)
+    and the client's allowed origins as the only ones that may frame the page."""
     origins = form_action_origins(exits)
-    policy = PAGE_CSP.replace("img-src 'self' data:", "img-src 'self' data: blob:")
+    policy = PAGE_CSP.replace("frame-ancestors 'none'", frame_ancestors(allowed_origins))
+    policy = policy.replace("img-src 'self' data:", "img-src 'self' data: blob:")
     policy = policy.replace("form-action 'self'", " ".join(["form-action 'self'", *origins]))
     if "connect-src" not in policy:
         policy += "; connect-src 'self'"

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, request
 from werkzeug.routing import RequestRedirect
 
-from pps.platform.http_headers import PAGE_HEADERS
+from pps.platform.http_headers import page_headers
 from pps.web.errors import request_id
 
 __all__ = ["every_answer", "register_hooks", "relative_routing_redirect"]
@@ -31,7 +31,7 @@ def every_answer(response: Response) -> Response:
     if "Content-Type" in response.headers:  # nothing to sniff without content
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         if response.mimetype == "text/html":
-            for name, value in PAGE_HEADERS:
+            for name, value in page_headers(response.headers.get("Content-Security-Policy")):
                 response.headers.setdefault(name, value)
     return response
 

@@ -267,12 +267,41 @@
     });
     var variants = root.querySelector(".media-variants");
     if (variants) {
-      variants.addEventListener("change", function () {
+      var saveVariant = function () {
         var save = form.querySelector("button[name=action][value=save]");
         if (save && form.requestSubmit) {
           form.requestSubmit(save);
         }
-      });
+      };
+      variants.addEventListener("change", saveVariant);
+      // For the shop's page (pps-editor-client.js, through editor-bridge.js).
+      var api = (window.ppsEditor = window.ppsEditor || {});
+      var radios = function () {
+        return Array.prototype.slice.call(variants.querySelectorAll("input[name=variant]"));
+      };
+      api.variants = function () {
+        return radios().map(function (radio) {
+          return {
+            identifier: radio.value,
+            name: radio.parentNode.textContent.trim(),
+            active: radio.checked,
+          };
+        });
+      };
+      // Picks the variant and saves the form with it (the page reloads on the new version).
+      api.applyVariant = function (id) {
+        var radio = radios().filter(function (item) {
+          return item.value === String(id);
+        })[0];
+        if (!radio || radio.disabled) {
+          return Promise.reject(new Error("The template has no variant " + id + "."));
+        }
+        if (!radio.checked) {
+          radio.checked = true;
+          saveVariant();
+        }
+        return Promise.resolve(null);
+      };
     }
   }
 

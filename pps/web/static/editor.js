@@ -494,7 +494,9 @@
         pages.forEach(function (page, index) {
           // Pages that show the field, and any whose image is broken (e.g. it could not
           // be drawn before): every page shows the latest values.
-          if (page.broken || fieldsOf(page.img).indexOf(field.id) !== -1) {
+          // A radio of a choice group names its group's field id in data-field.
+          var id = field.getAttribute("data-field") || field.id;
+          if (page.broken || fieldsOf(page.img).indexOf(id) !== -1) {
             render(index);
           }
         });
@@ -550,9 +552,14 @@
         pages: pages.length,
         locked: locked,
         step: root.getAttribute("data-step"),
-        dataKeys: valueFields().map(function (field) {
-          return { name: keyOf(field), label: labelOf(field) };
-        }),
+        // DataKeys only: a choice (radio group, colour) is a style of a DataKey, not one.
+        dataKeys: valueFields()
+          .filter(function (field) {
+            return field.type !== "radio" && field.type !== "color";
+          })
+          .map(function (field) {
+            return { name: keyOf(field), label: labelOf(field) };
+          }),
       };
     };
     api.pageCount = function () {

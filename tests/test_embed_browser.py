@@ -1,0 +1,561 @@
+"""A real Chromium shows the editor inside a shop's page on another site and drives it
+through ``/static/pps-editor-client.js``.
+
+pps runs under gunicorn on ``http://127.0.0.1:<port>``; the shop is served by this test on
+``http://localhost:<port>`` (another site: the editor is a cross-site frame there, with a
+partitioned session cookie), and a stranger on ``http://localhost:<other port>``, an origin
+the client did not allow. Flows:
+
+* the browser follows ``/auth`` itself inside the shop's iframe;
+* the shop's server calls ``/auth`` (no redirects followed) and frames the ``Location`` it
+  got, in a browser that never saw ``/auth`` (the login handoff);
+* a page on an origin the client did not allow cannot frame the editor;
+* postMessages from a foreign origin are ignored by both sides.
+
+Without Chromium or Playwright the tests are skipped locally and fail when ``CI`` is set.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
+
+import pytest
+from conftest import free_port
+from server_support import ROOT, Server, shop_token
+from test_browser import chromium, pps_server  # noqa: F401  (fixtures shared with it)
+
+pytestmark = pytest.mark.slow
+
+ARTIFACTS = ROOT / "test-artifacts"
+TEMPLATES = ROOT / "examples" / "templates"
+POSTCARD_VALUES = {"recipientName": "Ada Lovelace", "street": "1 Engine Row", "city": "London"}
+
+
+@dataclass
+class Shop:
+    pps: str
+    client: str
+    api_key: str
+    postcard: str
+    card: str
+    origin: str = ""
+    stranger: str = ""
+    drafts: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(
+            self.pps + path,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={
+                "Authorization": f"Bearer {self.api_key}",
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def new_draft(self, template: str, values: dict[str, str]) -> tuple[str, str]:
+        """(user, draft hash) of a fresh customer and draft."""
+        user = self.api("POST", "/api-ext/user", {"firstName": "Ada"})["data"]["identifier"]
+        draft = self.api(
+            "POST",
+            "/api-ext/draft",
+            {"templateIdentifier": template, "userIdentifier": user, "apiDefaultValues": values},
+        )["data"]["draftHash"]
+        self.drafts.append(draft)
+        return user, draft
+
+    def callback(self, draft: str) -> str:
+        return f"{self.origin}/checkout/done?draft={draft}"
+
+    def login_url(self, user: str, draft: str, step: str = "embed") -> str:
+        """``/auth?jwt=`` for the editor step of ``draft``, as the shop signs it."""
+        encoded = quote(base64.b64encode(self.callback(draft).encode()).decode(), safe="")
+        token = shop_token(
+            self.api_key,
+            {
+                "client": self.client,
+                "user": user,
+                "redirect": f"{self.pps}/editor/{draft}/{step}?callback={encoded}&locale=en",
+                "iat": round(time.time(), 6),
+            },
+            {"jti": uuid.uuid4().hex},
+        )
+        return f"{self.pps}/auth?{urlencode({'jwt': token})}"
+
+    def location_from_auth(self, user: str, draft: str) -> str:
+        """What the reference's demo does: call /auth from the server, keep the Location."""
+        url = self.login_url(user, draft)
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            opener.open(url, timeout=30)
+        except urllib.error.HTTPError as answer:
+            assert answer.code == 302, answer.read()
+            location = answer.headers["Location"]
+            assert location, "no Location"
+            return str(location)
+        raise AssertionError("/auth did not redirect")
+
+
+def shop_page(shop: Shop, iframe_src: str, *, origin_option: bool = False) -> str:
+    """The shop's page: the editor's iframe, a stranger's iframe, and the client driving it."""
+    options = json.dumps({"origin": shop.pps}) if origin_option else ""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Shop</title></head>
+<body>
+<h1>Design your card</h1>
+<iframe id="editor-iframe" title="Editor" src="{iframe_src}" width="1100" height="900"></iframe>
+<iframe name="stranger" title="Ad" src="{shop.stranger}/blank" width="10" height="10"></iframe>
+<script type="module">
+import {{ Connector, Events, CLIENT_VERSION }} from "{shop.pps}/static/pps-editor-client.js";
+window.log = [];
+window.received = [];
+window.Events = Events;
+window.clientVersion = CLIENT_VERSION;
+addEventListener("message", (event) => {{
+  window.received.push({{ origin: event.origin, data: JSON.stringify(event.data) }});
+}});
+const emitter = {{ emit(name, data) {{ window.log.push({{ name, data }}); }} }};
+new Connector({options}).connect(document.getElementById("editor-iframe"), emitter).then(
+  (editor) => {{ window.editor = editor; }},
+  (error) => {{ window.connectError = String(error); }}
+);
+</script>
+</body></html>"""
+
+
+class ShopHandler(BaseHTTPRequestHandler):
+    shop: Shop
+
+    def do_GET(self) -> None:  # the http.server naming
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query)
+        shop = self.shop
+        try:
+            if parts.path == "/frame-auth":
+                user, draft = shop.new_draft(shop.postcard, POSTCARD_VALUES)
+                self._send(200, shop_page(shop, shop.login_url(user, draft)))
+            elif parts.path == "/frame-server":
+                user, draft = shop.new_draft(shop.card, {"name": "Grace"})
+                self._send(200, shop_page(shop, shop.location_from_auth(user, draft)))
+            elif parts.path == "/frame-start":
+                # The iframe starts on the shop's own redirecting route: {origin} is given.
+                self._send(200, shop_page(shop, f"{shop.origin}/start", origin_option=True))
+            elif parts.path == "/start":
+                user, draft = shop.new_draft(shop.postcard, POSTCARD_VALUES)
+                self.send_response(302)
+                self.send_header("Location", shop.login_url(user, draft))
+                self.end_headers()
+            elif parts.path == "/blank":
+                self._send(200, "<!doctype html><title>blank</title><p>stranger</p>")
+            elif parts.path == "/stranger":
+                user, draft = shop.new_draft(shop.postcard, POSTCARD_VALUES)
+                src = shop.login_url(user, draft, step=query.get("step", ["embed"])[0])
+                self._send(
+                    200,
+                    f'<!doctype html><title>Stranger</title><iframe id="f" src="{src}"></iframe>',
+                )
+            elif parts.path == "/checkout/done":
+                self._send(200, "<!doctype html><title>Thanks</title><h1>Thanks</h1>")
+            else:
+                self._send(404, "not here")
+        except Exception as exc:  # reported by the test, not lost in a thread
+            shop.problems.append(f"{parts.path}: {exc!r}")
+            self._send(500, "shop error")
+
+    def _send(self, status: int, body: str) -> None:
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def shop(pps_server: Server) -> Iterator[Shop]:  # noqa: F811
+    shop_port, stranger_port = free_port(), free_port()
+    origin = f"http://localhost:{shop_port}"
+    created = pps_server.pps(
+        "client", "create", "--name", "Framing shop", "--allow-origin", origin, "--json"
+    )
+    imported = {
+        name: pps_server.pps(
+            "template",
+            "import",
+            str(TEMPLATES / name / "template.json"),
+            "--client",
+            created["identifier"],
+            "--json",
+        )["identifier"]
+        for name in ("postcard", "business-card")
+    }
+    state = Shop(
+        pps=pps_server.base_url,
+        client=created["identifier"],
+        api_key=created["apiKey"],
+        postcard=imported["postcard"],
+        card=imported["business-card"],
+        origin=origin,
+        stranger=f"http://localhost:{stranger_port}",
+    )
+    handler = type("Handler", (ShopHandler,), {"shop": state})
+    servers = []
+    for port in (shop_port, stranger_port):
+        httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        servers.append((httpd, thread))
+    try:
+        yield state
+    finally:
+        for httpd, thread in servers:
+            httpd.shutdown()
+            httpd.server_close()
+            thread.join(timeout=10)
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:  # noqa: F811
+    context = chromium.new_context(viewport={"width": 1280, "height": 1000}, locale="en-GB")
+    browser_page = context.new_page()
+    browser_page.console_lines = []  # type: ignore[attr-defined]
+    browser_page.on("console", lambda message: browser_page.console_lines.append(message.text))
+    try:
+        yield browser_page
+    finally:
+        context.close()
+
+
+def events(page: Any, name: str) -> list[Any]:
+    return [entry["data"] for entry in page.evaluate("window.log") if entry["name"] == name]
+
+
+def wait_event(page: Any, name: str, count: int = 1) -> list[Any]:
+    page.wait_for_function(
+        "([name, count]) => window.log.filter((e) => e.name === name).length >= count",
+        arg=[name, count],
+        timeout=20_000,
+    )
+    return events(page, name)
+
+
+def connected(page: Any) -> Any:
+    page.wait_for_function(
+        "() => window.editor !== undefined || window.connectError !== undefined", timeout=30_000
+    )
+    assert page.evaluate("window.connectError ?? null") is None
+    return page.frame_locator("#editor-iframe")
+
+
+def editor_frame(page: Any) -> Any:
+    frame = page.frame(url=lambda url: "/editor/" in url)
+    assert frame is not None, [f.url for f in page.frames]
+    return frame
+
+
+def draft(shop: Shop, draft_hash: str) -> dict[str, Any]:
+    data: dict[str, Any] = shop.api("GET", f"/api-ext/draft/{draft_hash}")["data"]
+    return data
+
+
+# -- the tests -----------------------------------------------------------------------------
+
+
+def test_shop_page_drives_the_framed_editor_through_the_client(
+    page: Any,
+    shop: Shop,
+    pps_server: Server,  # noqa: F811
+) -> None:
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    assert shop.problems == []
+    draft_hash = shop.drafts[-1]
+    assert page.evaluate("window.clientVersion") == "1.0.0"
+
+    # Loaded, with the draft's info.
+    loaded = wait_event(page, "editor.loaded")
+    assert len(loaded) == 1
+    info = loaded[0]["draftInfo"]
+    assert info["hash"] == draft_hash
+    assert info["templateName"] == "Postcard A6"
+    assert info["pages"] == 2
+    assert "recipientName" in [key["name"] for key in info["dataKeys"]]
+    assert loaded[0]["configuration"]["step"] == "embed"
+
+    # The pager: pages, previews, paging.
+    pages = page.evaluate("window.editor.getPager().pages")
+    assert [entry["pageNumber"] for entry in pages] == [1, 2]
+    first = page.evaluate("window.editor.getPager().getPagePreview(1)")
+    assert first.startswith("data:image/png;base64,")
+    page.evaluate("window.editor.getPager().showPage(2)")
+    paged = wait_event(page, "editor.pages.paged")
+    assert paged[-1]["pageNumber"] == 2
+
+    # A value, set from the shop's page: in the form, and in the page's preview.
+    frame = editor_frame(page)
+    page.evaluate("window.editor.getFormEditor().update('recipientName', 'Grace Hopper')")
+    assert frame.locator("[name='v:recipientName'], [name='recipientName']").input_value() == (
+        "Grace Hopper"
+    )
+    changed = wait_event(page, "editor.changed")
+    assert changed[-1] == {"key": "recipientName", "value": "Grace Hopper"}
+    back = page.evaluate("window.editor.getPager().updatePagePreview(2)")
+    assert back.startswith("data:image/png;base64,")
+    assert back != page.evaluate("window.editor.getPager().getPagePreview(1)")
+
+    # Focus in the editor: the scope changes.
+    frame.locator("[name='v:city'], [name='city']").focus()
+    scope = wait_event(page, "editor.scope.changed")
+    assert scope[-1]["key"] == "city"
+    assert scope[-1]["tdis"] == [
+        {
+            "identifier": "city",
+            "label": "city",
+            "type": "text",
+            "value": "London",
+            "is_required": False,
+        }
+    ]
+
+    # An unknown key is refused with a code.
+    refused = page.evaluate(
+        "window.editor.getFormEditor().update('nope', 'x').then(() => null, (e) => e.code)"
+    )
+    assert refused == "unknown-key"
+
+    # The loader shows and hides inside the editor.
+    page.evaluate("window.editor.getLoader().show('Saving your card')")
+    assert frame.get_by_role("status").filter(has_text="Saving your card").is_visible()
+    page.evaluate("window.editor.getLoader().hide()")
+    assert frame.get_by_text("Saving your card").is_hidden()
+
+    # Save: the draft holds the value; the shop sees the event.
+    saved = page.evaluate("window.editor.save()")
+    assert saved["version"] > info["version"]
+    assert wait_event(page, "editor.saved")[-1]["version"] == saved["version"]
+    assert draft(shop, draft_hash)["state"] == "edited"
+    # A reload of the frame shows the saved value, and the client connects again.
+    frame.goto(frame.url)
+    reloaded = wait_event(page, "editor.loaded", count=2)[-1]["draftInfo"]
+    assert reloaded["version"] == saved["version"]
+    frame = editor_frame(page)
+    assert frame.locator("[name='v:recipientName'], [name='recipientName']").input_value() == (
+        "Grace Hopper"
+    )
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "editor-in-shop.png"), full_page=True)
+
+    # Finish: the shop gets the callback to go to, and the draft is finished.
+    finished = page.evaluate("window.editor.finish()")
+    assert finished["callback"] == shop.callback(draft_hash)
+    assert wait_event(page, "editor.finished")[-1]["callback"] == shop.callback(draft_hash)
+    assert draft(shop, draft_hash)["state"] == "finished"
+    assert page.url == f"{shop.origin}/frame-auth"  # the shop's page stayed
+
+    # No key ever crossed the frame's border.
+    traffic = json.dumps(page.evaluate("window.received"))
+    assert shop.api_key not in traffic
+    assert all(entry["origin"] == pps_server.base_url for entry in page.evaluate("window.received"))
+    assert [line for line in page.console_lines if "Content Security Policy" in line] == []
+
+
+def test_the_shops_server_calls_auth_and_frames_the_location(
+    page: Any,
+    shop: Shop,
+    pps_server: Server,  # noqa: F811
+) -> None:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto(f"{shop.origin}/frame-server")
+    connected(page)
+    assert shop.problems == []
+    draft_hash = shop.drafts[-1]
+    assert not [url for url in asked if urlsplit(url).path == "/auth"]  # never saw /auth
+    info = wait_event(page, "editor.loaded")[0]["draftInfo"]
+    assert info["hash"] == draft_hash
+    assert info["templateName"] == "Business card"
+    variants = page.evaluate("window.editor.getVariants().getAll()")
+    assert [variant["identifier"] for variant in variants] == ["ocean", "forest"]
+    # The frame's URL lost the code (the exchange answered 303 without it).
+    src = page.locator("#editor-iframe").get_attribute("src")
+    assert src is not None and "handoff=" in src
+    assert "handoff=" not in editor_frame(page).url
+    page.evaluate("window.editor.getFormEditor().update('name', 'Grace Hopper')")
+    page.evaluate("window.editor.save()")
+    assert draft(shop, draft_hash)["state"] == "edited"
+    # The shop switches the colour variant: the editor saves it and comes back.
+    page.evaluate("window.editor.getVariants().apply('forest')")
+    deadline = time.monotonic() + 20
+    while "forest" not in json.dumps(draft(shop, draft_hash).get("variant")):
+        assert time.monotonic() < deadline, draft(shop, draft_hash).get("variant")
+        time.sleep(0.2)
+    connected(page)
+
+    # As the reference's demo does: a second iframe on the same URL with /3d for /embed,
+    # handed to setThreeDeeElement (the used code dropped, the frame's cookie opens it).
+    page.evaluate(
+        """() => {
+          const frame = document.createElement("iframe");
+          frame.id = "three-dee-iframe";
+          frame.src = document.getElementById("editor-iframe").src.replace("/embed", "/3d");
+          document.body.appendChild(frame);
+          window.editor.setThreeDeeElement(frame);
+        }"""
+    )
+    three_dee = page.frame_locator("#three-dee-iframe")
+    three_dee.locator("img.mockup-print").first.wait_for(timeout=20_000)
+    assert "handoff=" not in (page.locator("#three-dee-iframe").get_attribute("src") or "")
+
+
+def test_the_client_connects_when_the_frame_starts_on_the_shops_redirect(
+    page: Any, shop: Shop
+) -> None:
+    page.goto(f"{shop.origin}/frame-start")
+    connected(page)
+    assert wait_event(page, "editor.loaded")[0]["draftInfo"]["hash"] == shop.drafts[-1]
+
+
+@pytest.mark.parametrize("step", ["embed", "edit"])
+def test_an_origin_the_client_did_not_allow_cannot_frame_the_editor(
+    page: Any, shop: Shop, step: str
+) -> None:
+    page.goto(f"{shop.stranger}/stranger?step={step}")
+    page.wait_for_function("() => document.getElementById('f') !== null", timeout=10_000)
+    deadline = time.monotonic() + 15
+    refused: list[str] = []
+    while time.monotonic() < deadline and not refused:
+        refused = [line for line in page.console_lines if "frame-ancestors" in line]
+        page.wait_for_timeout(100)
+    assert refused, page.console_lines
+    frames = [frame for frame in page.frames if frame != page.main_frame]
+    assert len(frames) == 1
+    # Chromium shows its own error page instead: no editor in it.
+    assert frames[0].evaluate("document.getElementById('editor-form') === null")
+    assert frames[0].evaluate("document.querySelector('script[data-pps-bridge]') === null")
+
+
+def test_postmessages_from_a_foreign_origin_are_ignored(page: Any, shop: Shop) -> None:
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    frame = editor_frame(page)
+    field = frame.locator("[name='v:recipientName'], [name='recipientName']")
+    before = field.input_value()
+    stranger = page.frame(name="stranger")
+    assert stranger is not None and stranger.url.startswith(shop.stranger)
+    stranger.evaluate(
+        """() => {
+          const editor = parent.frames[0];
+          const base = { protocol: "pps-editor", version: 1 };
+          editor.postMessage({ ...base, kind: "connect" }, "*");
+          editor.postMessage({ ...base, kind: "request", id: 1, method: "update",
+                               params: { key: "recipientName", value: "EVIL" } }, "*");
+          editor.postMessage({ ...base, kind: "request", id: 2, method: "finish" }, "*");
+          parent.postMessage({ ...base, kind: "event", name: "saved",
+                               data: { version: 999 } }, "*");
+          parent.postMessage({ ...base, kind: "connected", ok: true }, "*");
+        }"""
+    )
+    page.wait_for_timeout(1000)
+    assert field.input_value() == before
+    assert all(entry.get("data", {}).get("version") != 999 for entry in page.evaluate("window.log"))
+    assert events(page, "editor.saved") == []
+    assert events(page, "editor.finished") == []
+    assert draft(shop, shop.drafts[-1])["state"] == "init"
+    # The connection still works for the shop itself.
+    page.evaluate("window.editor.getFormEditor().update('recipientName', 'Still mine')")
+    assert field.input_value() == "Still mine"
+
+
+def test_an_api_key_in_the_editor_url_is_refused_in_the_browser(
+    page: Any,
+    shop: Shop,
+    pps_server: Server,  # noqa: F811
+) -> None:
+    response = page.goto(f"{pps_server.base_url}/editor/{'a' * 32}/embed?api_token={shop.api_key}")
+    assert response is not None and response.status == 400
+    assert page.get_by_role("heading").inner_text() == "This editor link contains an API key"
+    assert "/auth?jwt=" in page.content()
+
+
+def test_the_3d_step_shows_the_card_on_a_desk_in_the_frame(page: Any, shop: Shop) -> None:
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    frame = editor_frame(page)
+    frame.goto(frame.url.replace("/embed?", "/3d?"))
+    loaded = wait_event(page, "editor.loaded", count=2)[-1]
+    assert loaded["configuration"] == {"show3DPreview": True, "step": "3d"}
+    frame = editor_frame(page)
+    prints = frame.locator("img.mockup-print")
+    assert prints.count() == 2
+    for index in range(2):
+        frame.wait_for_function(
+            "img => img.complete && img.naturalWidth === 1600",
+            arg=prints.nth(index).element_handle(),
+        )
+    # The mockup tilts the card: a 3D transform on it, not a flat image.
+    transform = prints.first.evaluate(
+        "img => getComputedStyle(img.closest('.mockup-card')).transform"
+    )
+    assert transform.startswith("matrix3d(")
+    # The pager of the client works on this step too.
+    preview = page.evaluate("window.editor.getPager().getPagePreview(2)")
+    assert preview.startswith("data:image/png;base64,")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "editor-3d-in-shop.png"), full_page=True)
+
+
+def test_finish_goes_through_the_proof_the_client_requires(
+    page: Any,
+    shop: Shop,
+    pps_server: Server,  # noqa: F811
+) -> None:
+    pps_server.pps("client", "proof-approval", shop.client, "--required")
+    try:
+        page.goto(f"{shop.origin}/frame-auth")
+        connected(page)
+        info = wait_event(page, "editor.loaded")[0]["draftInfo"]
+        draft_hash = shop.drafts[-1]
+        assert info["proofRequired"] is True
+        finish = "window.editor.finish().then(() => null, (e) => e.code)"
+        assert page.evaluate(finish) == "proof-required"
+
+        # The shop shows the proof step in the frame; the customer ticks the checkbox there.
+        frame = editor_frame(page)
+        frame.goto(frame.url.replace("/embed?", "/proof?"))
+        assert wait_event(page, "editor.loaded", count=2)[-1]["configuration"]["step"] == "proof"
+        assert page.evaluate(finish) == "proof-not-approved"
+        assert draft(shop, draft_hash)["state"] != "finished"
+        editor_frame(page).locator("#proof-approved").check()
+        finished = page.evaluate("window.editor.finish()")
+        assert finished["callback"] == shop.callback(draft_hash)
+        stored = draft(shop, draft_hash)
+        assert stored["state"] == "finished"
+        assert stored["proofApprovedAt"]
+    finally:
+        pps_server.pps("client", "proof-approval", shop.client, "--optional")
