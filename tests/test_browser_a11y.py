@@ -1,7 +1,7 @@
 """axe-core finds nothing on any page a shopper, a reviewer or a shop's developer opens.
 
 A real Chromium (Debian's, never a downloaded one) opens every editor step (edit, the
-form with errors, preview, proof), the reviewer's proof page (``/review/<id>``), every kind
+form with errors, preview, proof, embed, 3d), the reviewer's proof page (``/review/<id>``), every kind
 of error page and the API reference (``/docs``, Swagger UI), at desktop (1280 px) and phone
 (390 px) width, in English and German, and runs axe-core on each: zero violations. axe-core
 comes from
@@ -105,6 +105,10 @@ def pages_to_check(shop: ShopState, context: Any, pps: str) -> Iterator[tuple[st
         page.goto(f"{pps}/editor/{draft}/proof?locale={locale}")
         settle(page)
         yield f"proof-step/{locale}", page
+        for step in ("embed", "3d"):
+            page.goto(f"{pps}/editor/{draft}/{step}?locale={locale}")
+            settle(page)
+            yield f"{step}-step/{locale}", page
 
     # The proof page: a review of this draft with the customer as its reviewer.
     review_id = shop.api(
@@ -131,6 +135,8 @@ def pages_to_check(shop: ShopState, context: Any, pps: str) -> Iterator[tuple[st
         yield f"error-unknown-design/{locale}", page
         page.goto(f"{pps}/no/such/page?locale={locale}")
         yield f"error-not-found/{locale}", page
+        page.goto(f"{pps}/editor/{draft}/edit?api_token=secret&locale={locale}")
+        yield f"error-api-token/{locale}", page
     context.clear_cookies()
     for locale in LOCALES:
         page.goto(f"{pps}/editor/{draft}/edit?locale={locale}")
@@ -168,7 +174,7 @@ def test_axe_finds_no_violations_on_any_page_at_desktop_and_phone_width(
             if problems:
                 found[f"{name}@{width}"] = problems
         page.set_viewport_size(WIDTHS["desktop"])
-    assert len(checked) == 2 * (4 * 2 + 2 + 4 * 2 + 2 + 2)
+    assert len(checked) == 2 * (6 * 2 + 2 + 5 * 2 + 2 + 2)
     assert found == {}, "\n".join(f"{k}: {v}" for k, v in found.items())
 
 

@@ -227,7 +227,7 @@ def test_every_editor_page_under_de_comes_from_the_catalogue(
 
     # A locked design, read-only with its message, and a query callback that is refused.
     repo.update_draft(tenant.identifier, draft.draft_hash, flags={"locked": True})
-    for step in ("edit", "preview", "proof"):
+    for step in ("edit", "preview", "proof", "embed", "3d"):
         page = client.get(
             f"/editor/{draft.draft_hash}/{step}?callback_cancel={b64_url('https://evil.example/')}"
         ).get_data(as_text=True)
@@ -260,6 +260,7 @@ def test_every_error_page_under_de_comes_from_the_catalogue(
         "not found": client.get("/nowhere", headers=german),
         "method": client.post("/", headers=german),
         "step": client.get(f"/editor/{draft.draft_hash}/nostep", headers=german),
+        "api token": client.get(f"/editor/{draft.draft_hash}/edit?api_token=k&locale=de"),
     }
     for name, response in pages.items():
         assert response.status_code >= 400, name
