@@ -1,13 +1,12 @@
 """axe-core finds nothing on any page a shopper, a reviewer or a shop's developer opens.
 
 A real Chromium (Debian's, never a downloaded one) opens every editor step (edit, the
-form with errors, preview, proof, embed, 3d), the reviewer's proof page (``/review/<id>``), every kind
-of error page and the API reference (``/docs``, Swagger UI), at desktop (1280 px) and phone
-(390 px) width, in English and German, and runs axe-core on each: zero violations. axe-core
-comes from
-the PyPI package ``axe-playwright-python`` (a dev dependency that ships ``axe.min.js``),
-injected through Playwright, so nothing is fetched at test time. The page's own CSP stays
-in force.
+form with errors, preview, proof, embed, 3d), the reviewer's proof page
+(``/review/<id>``), every kind of error page and the API reference (``/docs``, Swagger
+UI), at desktop (1280 px) and phone (390 px) width, in English and German, and runs
+axe-core on each: zero violations. axe-core comes from the PyPI package
+``axe-playwright-python`` (a dev dependency that ships ``axe.min.js``), injected through
+Playwright, so nothing is fetched at test time. The page's own CSP stays in force.
 
 A second test goes through the whole flow with the keyboard alone (``keyboard.press``
 and typing, no clicks): edit, save, preview, finish, and lands on the shop's callback.
