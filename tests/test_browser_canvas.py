@@ -175,7 +175,7 @@ def test_click_a_text_on_the_card_type_and_the_preview_follows(desktop: Any, sho
     assert inplace.evaluate("el => el === document.activeElement")
     assert inplace.input_value() == "Alex Example"
     assert page.locator("#preview-status").inner_text() == (
-        "Editing “name”. Enter or Escape returns to the card."
+        "Editing “Your name”. Enter or Escape returns to the card."  # the template's label
     )
     page.keyboard.press("Control+A")
     page.keyboard.type("Grace Hopper", delay=20)
