@@ -183,7 +183,7 @@ def test_login_hands_off_to_the_editor_which_sets_the_session(
     assert "Business card" in text
     assert 'value="Ada Lovelace"' in text
     assert 'value="ada@example.com"' in text
-    assert ">name</label>" in text and ">email</label>" in text
+    assert ">Name</label>" in text and ">Email</label>" in text
     assert 'href="https://shop-a.example/checkout/cart?item=1&amp;x=&lt;y&gt;"' in text
     assert '<html lang="de">' in text
 

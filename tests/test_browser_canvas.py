@@ -175,7 +175,7 @@ def test_click_a_text_on_the_card_type_and_the_preview_follows(desktop: Any, sho
     assert inplace.evaluate("el => el === document.activeElement")
     assert inplace.input_value() == "Alex Example"
     assert page.locator("#preview-status").inner_text() == (
-        "Editing “name”. Enter or Escape returns to the card."
+        "Editing “Your name”. Enter or Escape returns to the card."  # the template's label
     )
     page.keyboard.press("Control+A")
     page.keyboard.type("Grace Hopper", delay=20)
@@ -318,11 +318,11 @@ def test_postcard_with_an_empty_required_field_shows_and_updates_both_pages(
 
     # Filling the required field updates the back; the front follows its own field, and
     # focusing that field brings the front into view.
-    recipient = page.get_by_label("recipientName")
+    recipient = page.locator("[name='v:recipientName']")
     recipient.click()
     recipient.press_sequentially("Jo Example", delay=20)
     page.wait_for_function(CAUGHT_UP, arg=back.element_handle(), timeout=20_000)
-    headline = page.get_by_label("headline", exact=True)
+    headline = page.locator("[name='v:headline']")
     headline.click()
     assert front.is_visible() and page.evaluate("ppsEditor.currentPage()") == 0
     headline.fill("Hello from the coast")

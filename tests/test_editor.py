@@ -252,9 +252,9 @@ def test_one_labelled_input_per_datakey_prefilled(
 
     labels = re.findall(r'<label for="(f-\d)">([^<]*)', page)
     assert [(for_, text.strip()) for for_, text in labels] == [
-        ("f-0", "headline"),
+        ("f-0", "Headline"),  # no label in the template: a readable form of the key
         ("f-1", "&lt;b&gt;tagline&lt;/b&gt;"),
-        ("f-2", "phone"),
+        ("f-2", "Phone"),
     ]
     assert 'value="Default headline"' in input_tag(page, 0)  # apiDefaultValues
     assert 'value="Fresh &amp; local"' in input_tag(page, 1)  # the template's default
@@ -498,7 +498,7 @@ def test_validation_errors_beside_fields_and_nothing_saved(
     # The form comes back with what was typed, escaped, and a summary linking the fields.
     assert 'value="&lt;i&gt;xxxx' in input_tag(page, 2)
     assert 'role="alert"' in page
-    assert '<a href="#f-0">headline: is required</a>' in page
+    assert '<a href="#f-0">Headline: is required</a>' in page
     assert "Nothing was saved." in page
     assert stored(repo, tenant, draft) == draft
 

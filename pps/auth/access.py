@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from pps.auth.tokens import (
+    ExpiredToken,
     ReplayedToken,
     TokenError,
     VerifiedToken,
@@ -48,6 +49,13 @@ class TokenRejected(PpsError):
         super().__init__(f"{prefix}: {error.reason}")
         self.status = error.status
         self.token_error = error
+        # What a shopper's page says (a login link in a browser); the reason stays technical.
+        if isinstance(error, ReplayedToken):
+            self.page = "error.link_used"
+        elif isinstance(error, ExpiredToken):
+            self.page = "error.link_expired"
+        else:
+            self.page = "error.link_invalid"
 
 
 def token_error(error: TokenError, *, login: bool) -> TokenRejected:
@@ -112,7 +120,7 @@ def claim_jti_while(
     key, ttl = _nonce(svc, checked)
     won = svc.ephemeral.claim_while(key, ttl, work)
     if won is None:
-        raise _replayed(token.jti, login=login)
+        raise _replayed(token.jti, login=login, redirect=token.redirect)
     return won[0]
 
 
@@ -127,7 +135,7 @@ def claim_jti_and_put(
         raise ValueError("a login token always has a jti (log_in checks it first)")
     key, ttl = _nonce(svc, checked)
     if not svc.ephemeral.claim_and_put(key, ttl, link, value, link_ttl):
-        raise _replayed(token.jti, login=True)
+        raise _replayed(token.jti, login=True, redirect=token.redirect)
 
 
 def _nonce(svc: Services, checked: CheckedToken) -> tuple[str, int]:
@@ -139,9 +147,10 @@ def _nonce(svc: Services, checked: CheckedToken) -> tuple[str, int]:
     return nonce_key(checked.client.identifier, token.jti), ttl
 
 
-def _replayed(jti: str, *, login: bool) -> TokenRejected:
+def _replayed(jti: str, *, login: bool, redirect: str | None = None) -> TokenRejected:
     replayed = ReplayedToken(
         f"the token with jti {jti!r} was used already; every token is good for "
-        "one use only, so sign a new one with a fresh jti"
+        "one use only, so sign a new one with a fresh jti",
+        signed_redirect=redirect,
     )
     return token_error(replayed, login=login)

@@ -104,9 +104,13 @@ class TokenError(Exception):
     """Root of every token failure; ``reason`` says what to fix, ``status`` the HTTP status."""
 
     status: int = 401
+    #: The token's signed ``redirect`` claim, when the signature verified before the
+    #: failure (an expired or used-up login link): the error page's way back to the shop.
+    signed_redirect: str | None = None
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, signed_redirect: str | None = None) -> None:
         self.reason = reason
+        self.signed_redirect = signed_redirect
         super().__init__(reason)
 
 
@@ -239,7 +243,9 @@ def verify_token(
 
     current = time.time() if now is None else now
     if exp is not None and current > exp + leeway:
-        raise ExpiredToken(f"token expired at {_when(exp)} (leeway {leeway:g} s)")
+        raise ExpiredToken(
+            f"token expired at {_when(exp)} (leeway {leeway:g} s)", signed_redirect=redirect
+        )
     if nbf is not None and current < nbf - leeway:
         raise NotYetValid(f"token not valid before {_when(nbf)} (leeway {leeway:g} s)")
     if url_path is not None and request_path is not None and url_path != request_path:
@@ -281,7 +287,8 @@ def check_login_age(token: VerifiedToken, *, now: float, leeway: float, max_age:
         raise ExpiredToken(
             f"the login token was issued at {_when(iat)}, more than {_duration(max_age)} "
             "ago: a used login token is remembered that long only (PPS_NONCE_TTL), so older "
-            "ones are refused; sign a fresh one for each login"
+            "ones are refused; sign a fresh one for each login",
+            signed_redirect=token.redirect,
         )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Response, render_template, request, session
 
+from pps.auth.access import TokenRejected
 from pps.auth.handoff import HANDOFF_PARAM, take_handoff
 from pps.auth.login import (
     SESSION_CLIENT,
@@ -20,10 +21,13 @@ from pps.auth.login import (
     Login,
     log_in,
 )
+from pps.auth.way_back import from_redirect
 from pps.platform.errors import MethodNotAllowed, Unauthorized
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.web import bp
 from pps.web.common import services, token_redirect
+from pps.web.error_pages import page_locale
+from pps.web.i18n import Translator
 
 __all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "exchange_handoff", "logged_in_as", "login"]
 
@@ -36,14 +40,25 @@ def login() -> Any:
         raise MethodNotAllowed(
             "Open this login link with GET in a browser.", headers={"Allow": "GET"}
         )
-    done = log_in(services(), request.args.get("jwt", ""), request_path=request.path)
+    svc = services()
+    try:
+        done = log_in(svc, request.args.get("jwt", ""), request_path=request.path)
+    except TokenRejected as exc:
+        # A used or expired link whose signature was good names the shop's way back.
+        exc.back_url = from_redirect(
+            exc.token_error.signed_redirect, base_url=svc.settings.base_url
+        )
+        raise
     if done.handoff is None:
         _renew_session(done)
     # else: the editor exchanges the code in Location for the session (pps.auth.handoff).
     if done.location is not None:
         # No body: browsers follow Location, and an empty 302 goes out in one write.
         return token_redirect(done.location)
-    response = Response(render_template("logged_in.html"), mimetype="text/html")
+    t = Translator(page_locale())
+    response = Response(
+        render_template("logged_in.html", t=t, locale=t.locale), mimetype="text/html"
+    )
     response.headers.extend(TOKEN_URL_HEADERS)  # the URL carried the token
     return response
 
@@ -70,10 +85,12 @@ def exchange_handoff() -> Response | None:
         )
     data = take_handoff(services().ephemeral, code)
     if data is None:
-        raise Unauthorized(
+        refused = Unauthorized(
             "This editor link was opened already or is older than two minutes; "
             "go back to the shop and open the editor again."
         )
+        refused.page = "error.link_used"  # the shopper's page: a link good for one use
+        raise refused
     session.clear()
     session.permanent = True
     session.update(data)

@@ -25,12 +25,14 @@ _SESSION_KEY = "csrf"
 
 
 class CsrfMissing(BadRequest):
+    page = "error.stale_form"
     default_message = (
         "This form was sent without its security token. Reload the editor and try again."
     )
 
 
 class CsrfMismatch(Forbidden):
+    page = "error.stale_form"
     default_message = (
         "This form's security token is not valid for your login (it may be from an older "
         "page or another login). Reload the editor and try again; nothing was saved."

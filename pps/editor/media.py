@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pps.editor.inputs import readable_key
 from pps.editor.model import FieldView
 from pps.platform.models import Draft
 from pps.platform.repository.uploads import SqlUploadStore
@@ -280,7 +281,7 @@ def _image_view(
         index=field.index,
         key=key,
         name=field.name,
-        label=key,
+        label=field.label or key,
         value=value,
         required=field.required,
         file=file,
@@ -313,6 +314,13 @@ def _choice_view(spec: TemplateSpec, field: FieldView, t: Translator) -> ChoiceV
         for option in choice.options
     ]
     owner = key.rsplit(".", 1)[0]
+    # The element's DataKey as the template labels it in the page's language.
+    owner_field = spec.field(owner)
+    owner_name = (
+        owner_field.label.get(t.locale)
+        if owner_field is not None and owner_field.label is not None
+        else readable_key(owner)
+    )
     return ChoiceView(
         index=field.index,
         key=key,
@@ -320,7 +328,7 @@ def _choice_view(spec: TemplateSpec, field: FieldView, t: Translator) -> ChoiceV
         prop=choice.property,
         label=t(f"media.{choice.property}"),
         owner=owner,
-        owner_label=t("media.choice", element=owner),
+        owner_label=t("media.choice", element=owner_name),
         value=value,
         free=choice.free,
         options=options,

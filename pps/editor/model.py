@@ -14,6 +14,7 @@ from typing import Any
 
 from pps.auth.callbacks import CALLBACK_PARAMS, vetted_callbacks
 from pps.auth.redirects import origin_of
+from pps.editor.inputs import input_attributes, readable_key
 from pps.platform.models import Draft, Template
 from pps.render import Code, Field, Problem, TemplateSpec
 from pps.render.model import MAX_VALUE_LENGTH
@@ -120,7 +121,12 @@ def over_global_limit(values: Mapping[str, str]) -> dict[str, list[Problem]]:
 
 @dataclass(frozen=True)
 class FieldView:
-    """One input of the form, ready for the template (Jinja escapes every string)."""
+    """One input of the form, ready for the template (Jinja escapes every string).
+
+    ``label``, ``help`` and ``placeholder`` are in the page's language (the template's
+    words, else a readable form of the key); ``element`` is ``input`` or ``textarea``,
+    with ``type``, ``inputmode`` and ``autocomplete`` for the right keyboard and autofill.
+    """
 
     index: int
     key: str
@@ -131,6 +137,13 @@ class FieldView:
     multiline: bool
     hint: str
     errors: list[str]
+    label: str = ""
+    help: str = ""
+    placeholder: str = ""
+    element: str = "input"
+    type: str = "text"
+    inputmode: str = "text"
+    autocomplete: str = "off"
     #: ``text`` fields are the form's inputs; ``image`` and ``choice`` fields are drawn by
     #: ``editor_media.html``.
     kind: str = "text"
@@ -144,6 +157,8 @@ class FieldView:
         ids = [f"{self.id}-error"]
         if self.hint:
             ids.insert(0, f"{self.id}-hint")
+        if self.help:
+            ids.insert(0, f"{self.id}-help")
         return " ".join(ids)
 
 
@@ -157,6 +172,7 @@ def field_views(
     for index, field in enumerate(fields):
         limit = min(field.max_length or MAX_VALUE_LENGTH, MAX_VALUE_LENGTH)
         hint = t("field.max_length", limit=limit) if field.max_length else ""
+        html = input_attributes(field)
         views.append(
             FieldView(
                 index=index,
@@ -165,9 +181,16 @@ def field_views(
                 value=values.get(field.key, ""),
                 required=field.required,
                 max_length=limit,
-                multiline=field.multiline,
+                multiline=html.element == "textarea",
                 hint=hint,
                 errors=[t.problem(problem) for problem in errors.get(field.key, [])],
+                label=field.label.get(t.locale) if field.label else readable_key(field.key),
+                help=field.help.get(t.locale) if field.help else "",
+                placeholder=field.placeholder.get(t.locale) if field.placeholder else "",
+                element=html.element,
+                type=html.type,
+                inputmode=html.inputmode,
+                autocomplete=html.autocomplete,
                 kind=field.kind,
             )
         )

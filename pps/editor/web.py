@@ -39,6 +39,7 @@ from flask import Response, jsonify, render_template, request, session, url_for
 
 from pps.acl import remote as acl
 from pps.auth.callbacks import CALLBACK_PARAMS, editor_callbacks
+from pps.auth.way_back import from_session_entries
 from pps.auth.web import SESSION_EDITOR, exchange_handoff, logged_in_as
 from pps.editor.autosave import BadBaseVersion, form_base_version
 from pps.editor.canvas import Hotspot, guides, hotspots
@@ -147,10 +148,16 @@ _TARGET_NAME = frozenset({"_self", "_top", "_parent", "_blank"})
 
 class LoginRequired(PpsError):
     status = 401
+    page = "error.logged_out"
     default_message = (
         "You are not logged in for this design (or your login has expired). "
         "Please open the editor from the shop again to log in."
     )
+
+
+class DesignNotFound(NotFound):
+    page = "error.unknown_design"
+    default_message = "There is no such design."
 
 
 class DraftLocked(PpsError):
@@ -345,11 +352,11 @@ def _load(draft_hash: str) -> EditorContext:
     svc = services()
     draft = svc.repository.get_draft(client_id, draft_hash)
     if draft is None:
-        raise NotFound("There is no such design.")
+        raise _with_way_back(DesignNotFound(), draft_hash)
     if draft.user_identifier != user_id and not shares_group(
         svc.repository, client_id, user_id, draft
     ):
-        raise LoginRequired()
+        raise _with_way_back(LoginRequired(), draft_hash)
     client = svc.clients.get(client_id)
     if client is None:  # disabled since the login
         raise LoginRequired()
@@ -385,6 +392,14 @@ def _load(draft_hash: str) -> EditorContext:
         t=t,
         exits=exits,
     )
+
+
+def _with_way_back(error: PpsError, draft_hash: str) -> PpsError:
+    """``error`` with the way back to the shop that this login's signed callbacks name."""
+    error.back_url = from_session_entries(
+        session.get(SESSION_EDITOR), base_url=services().settings.base_url, prefer=[draft_hash]
+    )
+    return error
 
 
 def _locale(user_id: str, client_id: str) -> str:
@@ -528,7 +543,7 @@ def _save(
         **submitted_variant(ctx.template, ctx.draft, request.form.get("variant")),
     )
     if draft is None:  # deleted by the shop meanwhile
-        raise NotFound("There is no such design.")
+        raise DesignNotFound()
     draft = preflight_and_store(services().repository, services().storage, draft)
     event = DRAFT_FINISHED if state == "finished" else DRAFT_UPDATED
     emit(services(), ctx.client.identifier, event, draft_payload(draft))

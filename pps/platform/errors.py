@@ -15,6 +15,11 @@ class PpsError(Exception):
 
     status: int = 500
     default_message: str = "Internal error."
+    #: The message code of what an HTML error page tells a shopper (``error.logged_out``);
+    #: None: the page's words follow the status. ``message`` stays the technical reason.
+    page: str | None = None
+    #: A link back to the shop that the page offers, when the shop named one (signed).
+    back_url: str | None = None
 
     def __init__(
         self,

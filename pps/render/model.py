@@ -8,6 +8,7 @@ only: :mod:`pps.render.parsing` builds it from JSON, the renderer reads it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,14 +16,18 @@ from pps.render.fonts import is_font_file
 
 __all__ = [
     "ASPECT_TOLERANCE",
+    "AUTOCOMPLETE_TOKENS",
     "BLACK",
     "CHOICE_PROPERTIES",
     "CMYK",
     "DEFAULT_SIZE",
+    "INPUT_TYPES",
     "MAX_BLEED_MM",
     "MAX_ELEMENTS",
     "MAX_FONT_PT",
+    "MAX_HELP_LENGTH",
     "MAX_KEY_LENGTH",
+    "MAX_LABEL_LENGTH",
     "MAX_NAME_LENGTH",
     "MAX_PAGES",
     "MAX_PAGE_MM",
@@ -40,7 +45,9 @@ __all__ = [
     "Element",
     "Field",
     "ImageElement",
+    "InputType",
     "LineElement",
+    "Localized",
     "Page",
     "PdfBackground",
     "Point",
@@ -67,6 +74,46 @@ MAX_NAME_LENGTH = 200
 MAX_KEY_LENGTH = 200
 MAX_VARIANTS = 100
 MAX_SWATCHES = 100
+#: A DataKey's ``label`` and ``placeholder`` (per language), and its ``help`` text.
+MAX_LABEL_LENGTH = 200
+MAX_HELP_LENGTH = 1000
+#: What a DataKey's input is for: the editor picks the input, keyboard and autofill by it.
+InputType = Literal["text", "multiline", "email", "phone", "url", "number", "date", "image"]
+INPUT_TYPES: tuple[InputType, ...] = (
+    "text",
+    "multiline",
+    "email",
+    "phone",
+    "url",
+    "number",
+    "date",
+    "image",
+)
+#: The HTML autofill field names a template may give a DataKey as ``autocomplete``.
+AUTOCOMPLETE_TOKENS = (
+    "off",
+    "name",
+    "honorific-prefix",
+    "given-name",
+    "additional-name",
+    "family-name",
+    "honorific-suffix",
+    "nickname",
+    "organization-title",
+    "organization",
+    "street-address",
+    "address-line1",
+    "address-line2",
+    "address-line3",
+    "address-level1",
+    "address-level2",
+    "postal-code",
+    "country-name",
+    "email",
+    "tel",
+    "url",
+    "bday",
+)
 #: Artwork is placed scaled uniformly; a different shape would be distorted or cropped.
 ASPECT_TOLERANCE = 0.01
 
@@ -220,9 +267,31 @@ class Page:
 
 
 @dataclass(frozen=True)
+class Localized:
+    """A text a template gives in several languages: ``{"en": "Name", "de": "Name"}``.
+
+    A plain string in the template is the text for every language (stored under ``""``).
+    Language codes are lower case (``de``, ``de-at``).
+    """
+
+    texts: Mapping[str, str]
+
+    def get(self, locale: str, fallback: str = "en") -> str:
+        """The text for ``locale`` (``de-at``, then ``de``), else the plain one, else
+        ``fallback``'s, else the first given: a label is never missing when one was given."""
+        language = locale.lower().split("-", 1)[0]
+        for key in (locale.lower(), language, "", fallback):
+            if key in self.texts:
+                return self.texts[key]
+        return next(iter(self.texts.values()), "")
+
+
+@dataclass(frozen=True)
 class Field:
     """What the editor needs for one DataKey, merged over every element bound to it.
 
+    ``label``, ``help``, ``placeholder``, ``input_type`` and ``autocomplete`` come from the
+    template's ``fields`` object; without them the editor derives what it shows from the key.
     ``kind`` is ``image`` for a DataKey of image elements (its value names an upload),
     ``choice`` for a template's :class:`Choice` shown among the fields (not a DataKey).
     """
@@ -232,6 +301,11 @@ class Field:
     required: bool
     default: str | None
     multiline: bool
+    label: Localized | None = None
+    help: Localized | None = None
+    placeholder: Localized | None = None
+    input_type: InputType | None = None
+    autocomplete: str | None = None
     kind: Literal["text", "image", "choice"] = "text"
 
 

@@ -5,6 +5,7 @@ A template::
     {
       "name": "Business card",
       "dataKeys": ["name", "email"],                # optional: derived from the elements
+      "fields": {"name": {"label": {"en": "Name", "de": "Name"}, "inputType": "text"}},
       "size": {"width": 85, "height": 55, "unit": "mm"}, "bleed": 3,
       "pages": [{
         "background": {"color": "#ffffff"},          # or {"pdf": "art.pdf", "page": 0}
@@ -21,7 +22,9 @@ A template::
 
 Any colour may be ``{"swatch": "<name>"}``, a named colour of ``swatches`` that each of the
 template's ``variants`` may swap, with page backgrounds (see :mod:`pps.render.variants`,
-also for ``themes``). Units and coordinates are described in :mod:`pps.render.model`.
+also for ``themes``). ``fields`` gives each DataKey its words in the editor (label, help,
+placeholder, per language) and its kind of input (:mod:`pps.render.field_info`).
+Units and coordinates are described in :mod:`pps.render.model`.
 Old files of the first issue (name, dataKeys, customAttributes, no pages) still parse: they
 become ``pageCount`` blank pages of :data:`~pps.render.model.DEFAULT_SIZE`. Every problem
 is collected with its path (``pages[0].elements[2].box.width: must be greater than 0``)
@@ -42,6 +45,7 @@ from pps.render.assets import DirectoryAssets
 from pps.render.checks import check_files
 from pps.render.choices import parse_choices
 from pps.render.errors import SpecError
+from pps.render.field_info import apply_field_info
 from pps.render.fonts import BUILTIN_FONTS, DEFAULT_FONT, is_font_file
 from pps.render.model import (
     BLACK,
@@ -152,6 +156,7 @@ def parse_spec(
         pages = [Page(background=None, elements=()) for _ in range(count)]
 
     data_keys, fields = _fields(c, placed, listed)
+    fields = apply_field_info(c, data, fields)
     variants = parse_variants(c, data, swatches, max(1, len(pages)), _background)
     themes = parse_themes(c, data, variants)
     if base_dir is not None:

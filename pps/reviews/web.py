@@ -53,6 +53,7 @@ MAX_FORM_FIELDS = 10
 
 class ReviewLoginRequired(PpsError):
     status = 401
+    page = "error.logged_out"
     default_message = (
         "You are not logged in (or your login has expired). Please open the review "
         "from the shop again to log in."

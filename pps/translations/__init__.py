@@ -9,6 +9,7 @@ The ``.po`` files are read at run time (Babel's ``read_po``, then ``write_mo`` i
 for a ``gettext``-compatible :class:`babel.support.Translations`) instead of being compiled
 to ``.mo`` during the build: ``make install`` is an editable install that runs no build step,
 so a fresh clone works with no compiled file in git and no ``pybabel compile`` to forget.
+The locales are the folders found here: adding a language is adding its ``messages.po``.
 Reading the two small files costs a few milliseconds once per process.
 """
 
@@ -23,14 +24,38 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 
-__all__ = ["DEFAULT_LOCALE", "DOMAIN", "LOCALES", "catalog", "catalog_path", "translations"]
+__all__ = [
+    "DEFAULT_LOCALE",
+    "DOMAIN",
+    "LOCALES",
+    "catalog",
+    "catalog_path",
+    "found_locales",
+    "translations",
+]
 
 DOMAIN = "messages"
-#: Every locale with a catalogue; the first is the source language and the fallback.
-LOCALES = ("en", "de")
-DEFAULT_LOCALE = LOCALES[0]
+DEFAULT_LOCALE = "en"
 
 _HERE = Path(__file__).resolve().parent
+
+
+def found_locales(root: Path = _HERE) -> tuple[str, ...]:
+    """English first, then every other folder holding a catalogue, by name.
+
+    Adding a language is adding ``<locale>/LC_MESSAGES/messages.po`` (gettext's layout):
+    nothing else lists the locales.
+    """
+    found = sorted(
+        path.parent.parent.name
+        for path in root.glob(f"*/LC_MESSAGES/{DOMAIN}.po")
+        if path.parent.parent.name != DEFAULT_LOCALE
+    )
+    return (DEFAULT_LOCALE, *found)
+
+
+#: Every locale with a catalogue; the first is the source language and the fallback.
+LOCALES = found_locales()
 
 
 def catalog_path(locale: str) -> Path:

@@ -15,6 +15,7 @@ from werkzeug.exceptions import HTTPException
 from pps.platform.errors import PpsError, ServiceUnavailable
 from pps.platform.http_headers import request_id_from
 from pps.platform.outages import OUTAGES, outage_message
+from pps.web.error_pages import error_page_context
 
 log = logging.getLogger("pps")
 
@@ -48,9 +49,7 @@ def error_response(error: PpsError) -> Response:
         response = jsonify(error.body())
     else:
         response = Response(
-            render_template(
-                "error.html", status=error.status, message=error.message, request_id=rid
-            ),
+            render_template("error.html", **error_page_context(error, rid)),
             mimetype="text/html",
         )
     response.status_code = error.status

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from babel import Locale
+
 from pps.render import Problem
 from pps.translations import DEFAULT_LOCALE, LOCALES, translations
 
@@ -26,7 +28,11 @@ __all__ = [
     "normalize_locale",
 ]
 
-LANGUAGE_NAMES: Mapping[str, str] = {"en": "English", "de": "Deutsch"}
+#: Each language's name in itself ("Deutsch"), from Babel's CLDR data: a new catalogue
+#: needs no entry here.
+LANGUAGE_NAMES: Mapping[str, str] = {
+    code: (Locale.parse(code).get_display_name(code) or code) for code in LOCALES
+}
 #: The gettext context (``msgctxt``) of problem messages worded for the editor's customers.
 EDITOR_CONTEXT = "editor"
 
