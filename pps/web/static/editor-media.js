@@ -109,8 +109,74 @@
         file: state.file,
         crop: { x: round(c.x), y: round(c.y), width: round(c.width), height: round(c.height) },
       });
+      written = hidden.value;
+      sizes[state.file] = { width: state.width, height: state.height, vector: state.vector };
       changed(hidden, key);
     }
+
+    // Undo and redo (editor-autosave.js) set the value from outside: the crop view follows
+    // it, so that the next drag or zoom starts from the value shown, not an older one.
+    var written = hidden.value;
+    var sizes = {};
+    if (state.file) {
+      sizes[state.file] = { width: state.width, height: state.height, vector: false };
+    }
+
+    function imageUrl(file) {
+      return root.getAttribute("data-upload-url").replace(/upload$/, "image/" + file);
+    }
+
+    function follow() {
+      if (hidden.value === written) {
+        return;
+      }
+      written = hidden.value;
+      var value = null;
+      try {
+        value = JSON.parse(hidden.value);
+      } catch (error) {
+        value = null;
+      }
+      if (!value || !value.file || !value.crop) {
+        state.file = "";
+        cropBox.hidden = true;
+        say(null);
+        return;
+      }
+      function place() {
+        var c = value.crop;
+        var baseW = state.width / state.height > aspect ? state.height * aspect : state.width;
+        state.zoom = c.width > 0 ? baseW / c.width : 1;
+        state.cx = (c.x + c.width / 2) / state.width;
+        state.cy = (c.y + c.height / 2) / state.height;
+        zoom.value = String(state.zoom);
+        cropBox.hidden = false;
+        say(draw());
+      }
+      var known = sizes[value.file];
+      var sameFile = value.file === state.file;
+      state.file = value.file;
+      if (sameFile && known) {
+        place();
+        return;
+      }
+      photo.onload = function () {
+        photo.onload = null;
+        var size = sizes[value.file] || {
+          width: photo.naturalWidth,
+          height: photo.naturalHeight,
+          vector: false,
+        };
+        sizes[value.file] = size;
+        state.width = size.width;
+        state.height = size.height;
+        state.vector = size.vector;
+        place();
+      };
+      cropBox.hidden = false;
+      photo.src = imageUrl(value.file);
+    }
+    hidden.addEventListener("input", follow);
 
     function upload(file) {
       if (!file) {
@@ -239,6 +305,7 @@
     });
     if (state.file) {
       state.vector = dpiText.textContent === root.getAttribute("data-msg-vector");
+      sizes[state.file].vector = state.vector;
       if (photo.complete) {
         draw();
       } else {
