@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import threading
 import time
 import urllib.error
@@ -29,7 +28,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 from conftest import free_port, missing_service
-from server_support import ROOT, Server, server_env, shop_token, start_gunicorn, stop
+from server_support import ROOT, Server, api_json, server_env, shop_token, start_gunicorn, stop
 
 pytestmark = pytest.mark.slow
 
@@ -95,18 +94,7 @@ class ShopState:
     problems: list[str] = field(default_factory=list)
 
     def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(
-            self.pps + path,
-            method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={
-                "Authorization": f"Bearer {self.api_key}",
-                "Accept": "application/json",
-                "Content-Type": "application/json",
-            },
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
+        return api_json(self.pps, self.api_key, method, path, body)
 
     def sign(self, claims: dict[str, Any], header: dict[str, Any] | None = None) -> str:
         return shop_token(self.api_key, claims, header)

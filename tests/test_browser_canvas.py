@@ -11,9 +11,7 @@ Playwright the tests are skipped locally and fail when ``CI`` is set.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from server_support import ROOT, Server, shop_token
+from server_support import ROOT, Server, api_json, shop_token
 from test_browser import ARTIFACTS, SHOWN_PIXELS, chromium, pps_server
 
 pytestmark = pytest.mark.slow
@@ -54,18 +52,7 @@ class Shop:
     templates: dict[str, str]
 
     def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(
-            self.server.base_url + path,
-            method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={
-                "Authorization": f"Bearer {self.api_key}",
-                "Accept": "application/json",
-                "Content-Type": "application/json",
-            },
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
+        return api_json(self.server.base_url, self.api_key, method, path, body)
 
     def editor_login(self, template: str, **draft: Any) -> tuple[str, str]:
         """(login URL that lands in the editor, draft hash) for a new user and draft."""

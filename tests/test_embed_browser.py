@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 from conftest import free_port
-from server_support import ROOT, Server, shop_token
+from server_support import ROOT, Server, api_json, shop_token
 from test_browser import chromium, pps_server  # noqa: F401  (fixtures shared with it)
 
 pytestmark = pytest.mark.slow
@@ -55,18 +55,7 @@ class Shop:
     problems: list[str] = field(default_factory=list)
 
     def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(
-            self.pps + path,
-            method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={
-                "Authorization": f"Bearer {self.api_key}",
-                "Accept": "application/json",
-                "Content-Type": "application/json",
-            },
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
+        return api_json(self.pps, self.api_key, method, path, body)
 
     def new_draft(self, template: str, values: dict[str, str]) -> tuple[str, str]:
         """(user, draft hash) of a fresh customer and draft."""
