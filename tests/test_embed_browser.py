@@ -396,13 +396,6 @@ def test_the_shops_server_calls_auth_and_frames_the_location(
     page.evaluate("window.editor.getFormEditor().update('name', 'Grace Hopper')")
     page.evaluate("window.editor.save()")
     assert draft(shop, draft_hash)["state"] == "edited"
-    # The shop switches the colour variant: the editor saves it and comes back.
-    page.evaluate("window.editor.getVariants().apply('forest')")
-    deadline = time.monotonic() + 20
-    while "forest" not in json.dumps(draft(shop, draft_hash).get("variant")):
-        assert time.monotonic() < deadline, draft(shop, draft_hash).get("variant")
-        time.sleep(0.2)
-    connected(page)
 
     # As the reference's demo does: a second iframe on the same URL with /3d for /embed,
     # handed to setThreeDeeElement (the used code dropped, the frame's cookie opens it).
@@ -418,6 +411,14 @@ def test_the_shops_server_calls_auth_and_frames_the_location(
     three_dee = page.frame_locator("#three-dee-iframe")
     three_dee.locator("img.mockup-print").first.wait_for(timeout=20_000)
     assert "handoff=" not in (page.locator("#three-dee-iframe").get_attribute("src") or "")
+
+    # Last, as it reloads the editor's frame: the shop switches the colour variant, and
+    # the editor saves the draft with it.
+    page.evaluate("window.editor.getVariants().apply('forest')")
+    deadline = time.monotonic() + 20
+    while "forest" not in json.dumps(draft(shop, draft_hash).get("variant")):
+        assert time.monotonic() < deadline, draft(shop, draft_hash).get("variant")
+        time.sleep(0.2)
 
 
 def test_the_client_connects_when_the_frame_starts_on_the_shops_redirect(
