@@ -16,7 +16,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import pytest
@@ -32,7 +32,7 @@ from pps.platform.repository.sql import SqlRepository, upgrade_database
 TEST_SECRET_KEY = "test-secret-key-0123456789abcdef"
 
 
-def missing_service(reason: str) -> None:
+def missing_service(reason: str) -> NoReturn:
     """Skip locally, fail in CI: a green CI must mean the service was really there."""
     if os.environ.get("CI"):
         pytest.fail(f"{reason} (required because CI is set)")

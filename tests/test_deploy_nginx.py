@@ -194,7 +194,7 @@ def nginx_binary() -> str:
 def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
     openssl = shutil.which("openssl")
     if openssl is None:
-        pytest.skip("openssl is not installed: no certificate for the TLS check")
+        missing_service("openssl is not installed: no certificate for the TLS check")
     cert, key = folder / "cert.pem", folder / "key.pem"
     done = subprocess.run(
         [

@@ -15,6 +15,7 @@ from pathlib import Path
 import pikepdf
 import pypdfium2
 import pytest
+import zxingcpp
 from pypdf import PdfReader
 
 from pps.render import TemplateSpec, parse_spec
@@ -96,3 +97,24 @@ def test_the_records_pdf_is_well_formed_and_the_same_input_gives_the_same_bytes(
         assert "Ada Lovelace 29" in document[29].get_textpage().get_text_range()
     finally:
         document.close()
+
+
+def test_each_record_s_qr_code_scans_as_its_own_url_and_its_page_stream_stays_small(
+    card: TemplateSpec,
+) -> None:
+    """The QR path is drawn in module units (``cm`` once, then small integer runs): what a
+    record keeps in memory until the document is saved is mostly its page stream."""
+    data = render(card, 3)
+    document = pypdfium2.PdfDocument(data)
+    try:
+        for index in range(3):
+            image = document[index].render(scale=600 / 72).to_pil()
+            found = [code.text for code in zxingcpp.read_barcodes(image)]
+            assert found == [f"https://example.org/ada/{index}"]
+    finally:
+        document.close()
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        stream = pdf.pages[0].Contents.read_bytes()
+    # Three texts, a rule, the accent bar and a QR code of 25 x 25 modules; in page
+    # coordinates the QR runs alone took 5 kB.
+    assert len(stream) < 3500, len(stream)
