@@ -9,10 +9,10 @@ never rasterized, except in the low-resolution proof when the artwork carries im
 
 from __future__ import annotations
 
+import itertools
 import math
-import shutil
-import tempfile
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from io import BytesIO
@@ -40,6 +40,7 @@ from pps.render.model import (
     TemplateSpec,
     TextElement,
 )
+from pps.render.pdf_parts import PartsWriter
 from pps.render.vector import draw_svg, is_svg, svg_size
 
 __all__ = ["LOW_RES_DPI", "render_low_res_pdf", "render_print_pdf", "render_records_pdf"]
@@ -85,6 +86,22 @@ def render_print_pdf(
     return compose(spec, values, as_loader(assets), range(len(spec.pages)), mode)
 
 
+#: Records drawn into one reportlab document before its pages are copied to the output
+#: (see :mod:`pps.render.pdf_parts`): what bounds the memory of a variable-data PDF.
+RECORDS_PER_PART = 200
+#: Characters beyond ASCII drawn first into every part (see :func:`_alphabets`). reportlab
+#: embeds a TrueType font as subsets of 256 codes; ASCII and code 0 take 97 of the first, so
+#: 159 more fill it and keep each face in one subset.
+PRIMED_BEYOND_ASCII = 159
+#: The characters primed first, after ASCII: Latin-1 and the punctuation of running text.
+#: (En and em dash, the single and double quotation marks, bullet, ellipsis, euro, trade mark.)
+_PRIMED_FIRST = [
+    *range(0xA1, 0x100),
+    *(0x2013, 0x2014, 0x2018, 0x2019, 0x201A, 0x201C, 0x201D, 0x201E),
+    *(0x2022, 0x2026, 0x20AC, 0x2122),
+]
+
+
 def render_records_pdf(
     spec: TemplateSpec,
     records: Iterable[Mapping[str, object]],
@@ -92,59 +109,79 @@ def render_records_pdf(
     out: IO[bytes],
     *,
     crop_marks: bool = False,
+    records_per_part: int = RECORDS_PER_PART,
 ) -> int:
     """The print PDF of variable data: every page of the template once per record, in
     record order, written to ``out``; returns the number of records.
 
-    One reportlab canvas takes every record as it comes (``records`` may be a generator
-    over a database cursor), so memory grows only by the pages reportlab keeps until the
-    document is saved (about 11 KB of peak RSS per business card, see bench/vdata.py), and each
-    font is embedded (subset) once per document instead of once per record. Layouts and
-    QR matrices that repeat are served from :mod:`pps.render.layout`'s caches. A record
-    that cannot be drawn raises :class:`InvalidValues` with its keys named
-    ``row <n>.<DataKey>`` (records counted from 1).
+    ``records`` may be a generator over a database cursor: they are read ``records_per_part``
+    at a time, each part drawn by reportlab into a PDF of its own and its pages appended to
+    ``out`` at once (:class:`~pps.render.pdf_parts.PartsWriter`), so memory stays that of one
+    part however many records follow. Each font is embedded once per document: when there is
+    more than one part, every part first draws the same characters of each font into a form
+    no page uses (:func:`_alphabets`), so every part has the same subsets with the same
+    codes, and the writer keeps one copy. Layouts and QR matrices that repeat are served from
+    :mod:`pps.render.layout`'s caches. A record that cannot be drawn raises
+    :class:`InvalidValues` with its keys named ``row <n>.<DataKey>`` (records counted from 1);
+    ``out`` then holds the parts written before it, so callers write to a buffer or a
+    temporary file they drop on an error.
     """
+    if records_per_part < 1:
+        raise RenderOptionError("records_per_part must be at least 1")
     mode = _Mode(bleed=True, crop_marks=crop_marks, low_res=False)
     loader = as_loader(assets)
-    pages = range(len(spec.pages))
-    count = 0
+    rows = iter(records)
     with RENDER_LOCK:
         composer = _Composer(spec, loader, Prepared(texts={}, qrs={}), mode)
-        # The canvas spools to disk past a few MB, so a long run does not hold the file twice.
-        with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024) as spool:
-            canvas = composer.open(spool)
-            count = _draw_records(composer, canvas, spec, records, loader, pages)
-            canvas.save()
-            spool.seek(0)
-            if composer.underlays:
-                composer.underlay_into(spool, out)
-            else:
-                shutil.copyfileobj(spool, out)
+        part = list(itertools.islice(rows, records_per_part + 1))
+        if not part:
+            raise RenderOptionError("records must hold at least one record")
+        alphabets = _alphabets(spec, loader) if len(part) > records_per_part else []
+        writer = PartsWriter(out, {"Title": spec.name, "Creator": "pps"})
+        count = 0
+        while part:
+            drawn = part[:records_per_part]
+            data = composer.records_part(drawn, first_row=count + 1, alphabets=alphabets)
+            count += len(drawn)
+            with pikepdf.open(BytesIO(data)) as pdf:
+                writer.add(pdf)
+            part = part[records_per_part:] + list(itertools.islice(rows, records_per_part))
+        writer.close()
     return count
 
 
-def _draw_records(
-    composer: _Composer,
-    canvas: Canvas,
-    spec: TemplateSpec,
-    records: Iterable[Mapping[str, object]],
-    loader: AssetLoader,
-    pages: range,
-) -> int:
-    count = 0
-    for count, record in enumerate(records, start=1):
-        try:
-            composer.prepared = prepare(spec, record, loader, pages)
-            composer.spec = resolve(spec, record)
-        except InvalidValues as exc:
-            raise InvalidValues(
-                {f"row {count}.{key}": found for key, found in exc.problems.items()}
-            ) from None
-        for page_index in pages:
-            composer.draw(canvas, (count - 1) * len(pages) + page_index, page_index)
-    if count == 0:
-        raise RenderOptionError("records must hold at least one record")
-    return count
+def _printable(code: int) -> bool:
+    return unicodedata.category(chr(code)) not in ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def _alphabets(spec: TemplateSpec, loader: AssetLoader) -> list[tuple[str, str]]:
+    """(reportlab font name, the characters to draw first) for each font a record may use:
+    ASCII, then up to :data:`PRIMED_BEYOND_ASCII` more, Latin-1 and punctuation first.
+
+    Every part of a document draws them in this order before anything else, so every part
+    assigns them the same codes in the same subset and embeds byte-identical subsets, which
+    the writer keeps once. A record with a character outside them starts a second subset in
+    its part, which is then embedded per part that uses one: still correct, only larger.
+    """
+    names = {DEFAULT_FONT}
+    for page in spec.pages:
+        names.update(e.font for e in page.elements if isinstance(e, TextElement))
+    for choice in spec.choices:
+        if choice.property == "font":
+            names.update(option.value for option in choice.options)
+    alphabets = []
+    for name in sorted(names):
+        font = load_font(name, loader)
+        known = font.face.charToGlyph
+        ascii_codes = [code for code in range(0x20, 0x7F) if code in known]
+        order = {code: rank for rank, code in enumerate(_PRIMED_FIRST)}
+        beyond = sorted(
+            # reportlab draws a no-break space (U+00A0) with the space's code: not primed.
+            (code for code in known if code > 0xA0 and _printable(code)),
+            key=lambda code: (order.get(code, len(order)), code),
+        )[:PRIMED_BEYOND_ASCII]
+        alphabets.append((font.fontName, "".join(map(chr, ascii_codes + beyond))))
+    return alphabets
 
 
 def render_low_res_pdf(spec: TemplateSpec, values: Mapping[str, object], assets: Assets) -> bytes:
@@ -234,10 +271,42 @@ class _Composer:
             self._crop_marks(canvas)
         canvas.showPage()
 
-    def underlay_into(self, source: IO[bytes], out: IO[bytes]) -> None:
-        """:meth:`_underlay` for a PDF in a file, written to ``out``."""
-        data = self._underlay(source.read())
-        out.write(data)
+    def records_part(
+        self,
+        records: Sequence[Mapping[str, object]],
+        *,
+        first_row: int,
+        alphabets: Sequence[tuple[str, str]],
+    ) -> bytes:
+        """One part of :func:`render_records_pdf`: ``records`` (the first is row
+        ``first_row``) as one PDF, every font first given ``alphabets`` (see there)."""
+        base = self.spec
+        pages = range(len(base.pages))
+        self.underlays = []
+        canvas = self.open(buffer := BytesIO())
+        if alphabets:
+            # Drawn into a form no page shows, before any page: the subsets and their codes
+            # are then the same in every part, whatever the records use first.
+            canvas.beginForm("PpsAlphabet")
+            for font_name, characters in alphabets:
+                canvas.setFont(font_name, 1)
+                canvas.drawString(0, 0, characters)
+            canvas.endForm()
+        for offset, record in enumerate(records):
+            try:
+                self.prepared = prepare(base, record, self.loader, pages)
+                self.spec = resolve(base, record)
+            except InvalidValues as exc:
+                row = first_row + offset
+                raise InvalidValues(
+                    {f"row {row}.{key}": found for key, found in exc.problems.items()}
+                ) from None
+            for page_index in pages:
+                self.draw(canvas, offset * len(pages) + page_index, page_index)
+        self.spec = base
+        canvas.save()
+        data = buffer.getvalue()
+        return self._underlay(data) if self.underlays else data
 
     # --- one page ---
 
@@ -322,8 +391,8 @@ class _Composer:
         top = self._y(box.y) - (box.height * MM - side) / 2 - quiet * module
         # One path of horizontal runs: a single fill, so no hairline seams between modules.
         # Drawn in module units (one module = 1 x 1, the first row on top): the runs are
-        # small integers, a third of the bytes of page coordinates. The page streams of a
-        # variable-data PDF stay in memory until it is saved, so this is most of a record.
+        # small integers, a third of the bytes of page coordinates (of a part's memory, see
+        # render_records_pdf, the page streams are most).
         canvas.translate(left, top - len(matrix) * module)
         canvas.scale(module, module)
         path = canvas.beginPath()
