@@ -100,6 +100,7 @@ _PRIMED_FIRST = [
     *(0x2013, 0x2014, 0x2018, 0x2019, 0x201A, 0x201C, 0x201D, 0x201E),
     *(0x2022, 0x2026, 0x20AC, 0x2122),
 ]
+_PRIMED_RANK = {code: rank for rank, code in enumerate(_PRIMED_FIRST)}
 
 
 def render_records_pdf(
@@ -174,11 +175,10 @@ def _alphabets(spec: TemplateSpec, loader: AssetLoader) -> list[tuple[str, str]]
         font = load_font(name, loader)
         known = font.face.charToGlyph
         ascii_codes = [code for code in range(0x20, 0x7F) if code in known]
-        order = {code: rank for rank, code in enumerate(_PRIMED_FIRST)}
         beyond = sorted(
             # reportlab draws a no-break space (U+00A0) with the space's code: not primed.
             (code for code in known if code > 0xA0 and _printable(code)),
-            key=lambda code: (order.get(code, len(order)), code),
+            key=lambda code: (_PRIMED_RANK.get(code, len(_PRIMED_RANK)), code),
         )[:PRIMED_BEYOND_ASCII]
         alphabets.append((font.fontName, "".join(map(chr, ascii_codes + beyond))))
     return alphabets
