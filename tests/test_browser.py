@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+import pypdfium2 as pdfium
 import pytest
 from conftest import free_port, missing_service
+from PIL import Image
 from server_support import ROOT, Server, api_json, server_env, shop_token, start_gunicorn, stop
 
 pytestmark = pytest.mark.slow
@@ -103,7 +105,31 @@ class ShopState:
         return f"{self.base_url}/checkout/done?draft={self.draft_hash}&qty=1"
 
 
-class ShopHandler(BaseHTTPRequestHandler):
+class HtmlHandler(BaseHTTPRequestHandler):
+    """What the test shops' handlers share: an HTML answer, and no request log."""
+
+    def _send(self, status: int, body: str) -> None:
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep the test output clean
+
+
+def first_page_bitmap(pdf: bytes, scale: float = 4) -> Image.Image:
+    """Page 1 of ``pdf`` rasterized by pdfium, as RGB (``scale`` pixels per point)."""
+    document = pdfium.PdfDocument(pdf)
+    try:
+        return document[0].render(scale=scale).to_pil().convert("RGB")
+    finally:
+        document.close()
+
+
+class ShopHandler(HtmlHandler):
     """``/start``: user, draft, login token, off to pps. ``/checkout/done``: the callback."""
 
     state: ShopState
@@ -159,17 +185,6 @@ class ShopHandler(BaseHTTPRequestHandler):
         with urllib.request.urlopen(f"{state.pps}{path}?jwt={token}", timeout=60) as response:
             state.pdf = response.read()
         self._send(200, "<!doctype html><title>Thanks</title><h1>Thank you for your order</h1>")
-
-    def _send(self, status: int, body: str) -> None:
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep the test output clean
 
 
 @pytest.fixture

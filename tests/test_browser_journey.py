@@ -26,7 +26,15 @@ from typing import Any
 import pytest
 from PIL import Image, ImageDraw
 from server_support import ROOT, Server
-from test_browser import ARTIFACTS, ShopState, chromium, pps_server, shop, shop_draft
+from test_browser import (
+    ARTIFACTS,
+    ShopState,
+    chromium,
+    first_page_bitmap,
+    pps_server,
+    shop,
+    shop_draft,
+)
 from test_render_media import RED_CMYK
 
 __all__ = ["chromium", "pps_server", "shop"]  # fixtures, used by name
@@ -288,13 +296,7 @@ def test_the_whole_journey_from_the_shop_to_the_print_pdf(
     content = reader.pages[0].get_contents().get_data()  # type: ignore[union-attr]
     assert RED_CMYK.encode() in content
     # The logo as cropped: rasterized, the box's centre shows the logo, not the white card.
-    import pypdfium2 as pdfium
-
-    document = pdfium.PdfDocument(shop.pdf)
-    try:
-        bitmap = document[0].render(scale=4).to_pil().convert("RGB")
-    finally:
-        document.close()
+    bitmap = first_page_bitmap(shop.pdf)
     mm = 72 / 25.4 * 4  # points -> pixels at scale 4; box 12..36 x 25.5..31.5 mm, 3 mm bleed
     assert bitmap.getpixel((round((3 + 24) * mm), round((3 + 28.5) * mm))) != (255, 255, 255)
 

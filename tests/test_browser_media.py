@@ -22,6 +22,7 @@ from test_browser import (  # noqa: F401  (fixtures are found by name)
     SHOWN_PIXELS,
     ShopState,
     chromium,
+    first_page_bitmap,
     pps_server,
     shop,
 )
@@ -175,13 +176,7 @@ def test_customer_uploads_crops_picks_a_colour_and_the_print_pdf_follows(
     content = pdf.pages[0].get_contents().get_data()  # type: ignore[union-attr]
     assert RED_CMYK.encode() in content
     # The logo as placed: rasterize the print page and find the crop's colours in the box.
-    import pypdfium2 as pdfium
-
-    document = pdfium.PdfDocument(shop.pdf)
-    try:
-        bitmap = document[0].render(scale=4).to_pil().convert("RGB")
-    finally:
-        document.close()
+    bitmap = first_page_bitmap(shop.pdf)
     assert isinstance(bitmap, Image.Image)
     # Box 12..36 x 25.5..31.5 mm from the trim, 3 mm bleed; points -> pixels at scale 4.
     mm = 72 / 25.4 * 4

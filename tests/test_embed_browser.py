@@ -26,14 +26,14 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 from conftest import free_port
 from server_support import ROOT, Server, api_json, shop_token
-from test_browser import chromium, pps_server  # noqa: F401  (fixtures shared with it)
+from test_browser import HtmlHandler, chromium, pps_server  # noqa: F401  (fixtures shared with it)
 
 pytestmark = pytest.mark.slow
 
@@ -132,7 +132,7 @@ new Connector({options}).connect(document.getElementById("editor-iframe"), emitt
 </body></html>"""
 
 
-class ShopHandler(BaseHTTPRequestHandler):
+class ShopHandler(HtmlHandler):
     shop: Shop
 
     def do_GET(self) -> None:  # the http.server naming
@@ -170,17 +170,6 @@ class ShopHandler(BaseHTTPRequestHandler):
         except Exception as exc:  # reported by the test, not lost in a thread
             shop.problems.append(f"{parts.path}: {exc!r}")
             self._send(500, "shop error")
-
-    def _send(self, status: int, body: str) -> None:
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
