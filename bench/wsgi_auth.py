@@ -1,6 +1,6 @@
 """``GET /auth`` of pps against the naive ``/auth``, both called as WSGI callables.
 
-    .venv/bin/python bench/wsgi_auth.py [-n 3000] [--rounds 3]
+    .venv/bin/python bench/wsgi_auth.py [-n 3000] [--rounds 3] [--threads 1] [--no-gc-freeze]
 
 No sockets, no gunicorn, no test client: each app is called with a prepared WSGI environ,
 so what is compared is the work of the two apps alone (Flask, their views and one Redis
@@ -8,18 +8,32 @@ round trip each, to a spawned redis-server). Less noisy than bench/load.py, whic
 measure of the targets; this one says whether a change to the view moved it. Every request
 carries a fresh login token, as shops send them. Prints microseconds per request of a
 Flask hello-world, a no-op view inside pps's app (its hooks and session interface), pps's
-``/auth`` and naive's, per round, and the ratio naive/pps (above 1: pps is faster).
+``/auth`` and naive's, per round, the ratio naive/pps (above 1: pps is faster), the CPU
+time and voluntary context switches per request of the two ``/auth``, and the
+microseconds per request the garbage collector took during pps's ``/auth``; at the end, the
+longest collection of the run and what a full collection of the process takes.
+
+With ``--threads 4`` each app is called by four threads at once, as one worker of the
+deploy config calls it: every wait that lets go of the GIL (a Redis reply, a SQLite step)
+can then hand the CPU to another thread, and the switches column counts those hand-overs.
+
+The apps are built, then frozen out of the collector's sight (``gc.freeze``) as
+deploy/gunicorn.conf.py does in every worker; ``--no-gc-freeze`` leaves them in it.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import io
+import resource
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +65,23 @@ def environ(path: str, query: str) -> dict[str, Any]:
     }
 
 
-def per_request(app: WsgiApp, requests: list[tuple[str, str]], expected: str) -> float:
-    """Microseconds per request; every answer must have the ``expected`` status code."""
+@dataclass(frozen=True)
+class Measured:
+    """Per request: wall microseconds, CPU microseconds of the process (every thread),
+    and voluntary context switches (a thread giving up the CPU: a wait, or the GIL)."""
+
+    wall: float
+    cpu: float
+    switches: float
+
+
+def serve(app: WsgiApp, environs: list[dict[str, Any]], expected: str) -> None:
+    """Call ``app`` once per environ; every answer must have the ``expected`` status code."""
     statuses: list[str] = []
 
     def start_response(status: str, headers: object, exc_info: object = None) -> None:
         statuses.append(status)
 
-    environs = [environ(path, query) for path, query in requests]
-    started = time.perf_counter()
     for env in environs:
         body = app(env, start_response)
         for _ in body:
@@ -67,17 +89,69 @@ def per_request(app: WsgiApp, requests: list[tuple[str, str]], expected: str) ->
         close = getattr(body, "close", None)
         if close is not None:
             close()
-    elapsed = time.perf_counter() - started
     wrong = [status for status in statuses if not status.startswith(expected)]
     if wrong:
         raise SystemExit(f"expected {expected}, got {wrong[:3]}")
-    return elapsed / len(requests) * 1e6
+
+
+def measure(
+    app: WsgiApp, requests: list[tuple[str, str]], expected: str, threads: int = 1
+) -> Measured:
+    """``requests`` dealt round-robin to ``threads`` threads that call ``app`` at once, as
+    the threads of one gunicorn worker do."""
+    shares = [
+        [environ(path, query) for path, query in requests[index::threads]]
+        for index in range(threads)
+    ]
+    workers = [threading.Thread(target=serve, args=(app, share, expected)) for share in shares]
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    started = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    count = len(requests)
+    return Measured(
+        wall=elapsed / count * 1e6,
+        cpu=cpu / count * 1e6,
+        switches=(after.ru_nvcsw - before.ru_nvcsw) / count,
+    )
+
+
+class GcClock:
+    """Wall time spent in the garbage collector, and its longest pause, from ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.longest = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._event)
+
+    def _event(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            pause = time.perf_counter() - self._started
+            self.seconds += pause
+            self.longest = max(self.longest, pause)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--requests", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads calling each app at once, as a gunicorn worker's (1; the deploy config: 4)",
+    )
+    parser.add_argument(
+        "--no-gc-freeze", action="store_true", help="leave the apps in the collector's sight"
+    )
     args = parser.parse_args()
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
@@ -89,18 +163,36 @@ def main() -> None:
         found = pps.extensions["pps"].repository.get_client(client)
         naive = naive_app(redis_url, {client: found.api_key})
         hello = hello_app()
-        n = args.requests
+        if not args.no_gc_freeze:
+            gc.freeze()
+        gc_clock = GcClock()
+        n, threads = args.requests, args.threads
         heads = ("round", "hello", "pps no-op", "pps /auth", "naive")
-        print(f"{heads[0]:>5} {heads[1]:>8} {heads[2]:>10} {heads[3]:>10} {heads[4]:>8}  naive/pps")
+        print(
+            f"{heads[0]:>5} {heads[1]:>8} {heads[2]:>10} {heads[3]:>10} {heads[4]:>8}"
+            "  naive/pps  CPU pps/naive  switches pps/naive  gc in /auth"
+        )
         for round_number in range(1, args.rounds + 1):
-            base = per_request(hello, [("/", "")] * n, "200")
-            noop = per_request(pps, [("/bench-noop", "")] * n, "200")
-            auth = per_request(pps, [("/auth", f"jwt={t}") for t in tokens(n)], "302")
-            reference = per_request(naive, [("/auth", f"jwt={t}") for t in tokens(n)], "302")
+            base = measure(hello, [("/", "")] * n, "200", threads)
+            noop = measure(pps, [("/bench-noop", "")] * n, "200", threads)
+            requests = [("/auth", f"jwt={t}") for t in tokens(n)]
+            gc_before = gc_clock.seconds
+            auth = measure(pps, requests, "302", threads)
+            gc_auth = (gc_clock.seconds - gc_before) / n * 1e6
+            ref = measure(naive, [("/auth", f"jwt={t}") for t in tokens(n)], "302", threads)
             print(
-                f"{round_number:>5} {base:8.0f} {noop:10.0f} {auth:10.0f} {reference:8.0f}"
-                f"  {reference / auth:9.2f}"
+                f"{round_number:>5} {base.wall:8.0f} {noop.wall:10.0f} {auth.wall:10.0f}"
+                f" {ref.wall:8.0f}  {ref.wall / auth.wall:9.2f}"
+                f"  {auth.cpu:5.0f} / {ref.cpu:<5.0f}"
+                f"  {auth.switches:8.1f} / {ref.switches:<7.1f}  {gc_auth:8.1f} us"
             )
+        started = time.perf_counter()
+        gc.collect()
+        full = (time.perf_counter() - started) * 1e3
+        print(
+            f"longest collection {gc_clock.longest * 1e3:.1f} ms; a full one now "
+            f"{full:.1f} ms ({gc.get_freeze_count()} objects frozen)"
+        )
 
 
 if __name__ == "__main__":

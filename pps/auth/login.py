@@ -9,14 +9,14 @@ reason before the nonce is claimed is not used up. What a successful login grant
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from pps.auth.access import check_token, claim_jti, claim_jti_and_put, token_error
-from pps.auth.callbacks import editor_target, query_callbacks
+from pps.auth.callbacks import EditorTarget, editor_target, query_callbacks
 from pps.auth.handoff import HANDOFF_TTL, encode_grant, new_code, with_handoff
-from pps.auth.redirects import RedirectRefused, RedirectTarget, check_redirect_target
+from pps.auth.redirects import RedirectRefused, check_redirect_target
 from pps.auth.tokens import InvalidClaim, MissingClaim, TokenError, check_login_age
 from pps.platform.ephemeral import handoff_key
 from pps.platform.errors import BadRequest
@@ -54,23 +54,20 @@ class Login:
     at: int
     location: str | None
     """Where to send the browser (ready for ``Location``), or None for the landing page."""
-    redirect: RedirectTarget | None = field(repr=False)
-    """The checked ``redirect`` claim, whose editor URL carries the editor grants."""
-    base_url: str = field(repr=False)
+    editor: dict[str, Any] = field(repr=False)
+    """The editor grants: the callbacks of the editor URL in the signed ``redirect``, by
+    draft (see :data:`SESSION_EDITOR`); empty when the redirect is not to the editor."""
     handoff: str | None = field(default=None, repr=False)
     """The handoff code in ``location`` (editor redirects on pps's origin), or None: then
     the web layer sets the session cookie itself (see :mod:`pps.auth.handoff`)."""
 
     def session_data(self) -> dict[str, Any]:
-        """Everything the new session holds; nothing of an earlier session survives.
-
-        The editor grants are the callbacks of the editor URL in the signed ``redirect``.
-        """
+        """Everything the new session holds; nothing of an earlier session survives."""
         return {
             SESSION_CLIENT: self.client,
             SESSION_USER: self.user,
             SESSION_LOGIN_AT: self.at,
-            SESSION_EDITOR: _editor_grants(self.redirect, self.base_url),
+            SESSION_EDITOR: self.editor,
         }
 
 
@@ -120,34 +117,33 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
                 f"but that target is refused: {exc.reason}."
             ) from exc
 
+    location = None if redirect is None else redirect.location
+    target = None if redirect is None else editor_target(redirect, svc.settings.base_url)
+    # An editor on pps's origin gets its session through a handoff code (see pps.auth.handoff).
+    code = None if target is None else new_code()
     login = Login(
         client=client.identifier,
         user=token.user,
         at=int(checked.now),
-        location=None if redirect is None else redirect.location,
-        redirect=redirect,
-        base_url=svc.settings.base_url,
+        location=location if location is None or code is None else with_handoff(location, code),
+        editor=_editor_grants(target),
+        handoff=code,
     )
     # Last: nothing above may burn the token.
-    if redirect is None or editor_target(redirect, svc.settings.base_url) is None:
+    if code is None:
         claim_jti(svc, checked, login=True)
-        return login
-    code = new_code()
-    login = replace(login, location=with_handoff(redirect.location, code), handoff=code)
-    claim_jti_and_put(
-        svc,
-        checked,
-        link=handoff_key(code),
-        value=encode_grant(login.session_data()),
-        link_ttl=HANDOFF_TTL,
-    )
+    else:
+        claim_jti_and_put(
+            svc,
+            checked,
+            link=handoff_key(code),
+            value=encode_grant(login.session_data()),
+            link_ttl=HANDOFF_TTL,
+        )
     return login
 
 
-def _editor_grants(redirect: RedirectTarget | None, base_url: str) -> dict[str, Any]:
-    if redirect is None:
-        return {}
-    target = editor_target(redirect, base_url)
+def _editor_grants(target: EditorTarget | None) -> dict[str, Any]:
     if target is None:
         return {}
     # These came inside the signed redirect claim, so the editor may trust them.
