@@ -176,13 +176,14 @@ def server_env(port: int, instance: Path, database_url: str, redis_url: str) -> 
 
 
 def start_gunicorn(
-    env: dict[str, str], port: int, log: Path, *args: str
+    env: dict[str, str], port: int, log: Path, *args: str, app: str = "wsgi:app"
 ) -> subprocess.Popen[bytes]:
-    """gunicorn with the deploy config (and ``args``) listening on ``port``, its output
-    appended to ``log``; the test fails with that output when it does not start."""
+    """gunicorn with the deploy config (and ``args``) serving ``app`` on ``port`` (bound by
+    ``PPS_BIND`` in ``env``), its output appended to ``log``; the test fails with that output
+    when it does not start."""
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [str(BIN / "gunicorn"), "-c", str(GUNICORN_CONF), *args, "wsgi:app"],
+            [str(BIN / "gunicorn"), "-c", str(GUNICORN_CONF), *args, app],
             env=env,
             cwd=ROOT,
             stdout=out,
