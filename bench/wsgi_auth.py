@@ -75,9 +75,8 @@ class Measured:
     switches: float
 
 
-def serve(app: WsgiApp, environs: list[dict[str, Any]], expected: str) -> None:
-    """Call ``app`` once per environ; every answer must have the ``expected`` status code."""
-    statuses: list[str] = []
+def serve(app: WsgiApp, environs: list[dict[str, Any]], statuses: list[str]) -> None:
+    """Call ``app`` once per environ, appending each answer's status line to ``statuses``."""
 
     def start_response(status: str, headers: object, exc_info: object = None) -> None:
         statuses.append(status)
@@ -89,21 +88,20 @@ def serve(app: WsgiApp, environs: list[dict[str, Any]], expected: str) -> None:
         close = getattr(body, "close", None)
         if close is not None:
             close()
-    wrong = [status for status in statuses if not status.startswith(expected)]
-    if wrong:
-        raise SystemExit(f"expected {expected}, got {wrong[:3]}")
 
 
 def measure(
     app: WsgiApp, requests: list[tuple[str, str]], expected: str, threads: int = 1
 ) -> Measured:
     """``requests`` dealt round-robin to ``threads`` threads that call ``app`` at once, as
-    the threads of one gunicorn worker do."""
+    the threads of one gunicorn worker do; every answer must have the ``expected`` status
+    code (checked here: an exception in a thread would not reach the caller)."""
     shares = [
         [environ(path, query) for path, query in requests[index::threads]]
         for index in range(threads)
     ]
-    workers = [threading.Thread(target=serve, args=(app, share, expected)) for share in shares]
+    statuses: list[str] = []  # list.append is atomic: the threads share one
+    workers = [threading.Thread(target=serve, args=(app, share, statuses)) for share in shares]
     before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
     for worker in workers:
@@ -112,6 +110,9 @@ def measure(
         worker.join()
     elapsed = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_SELF)
+    wrong = [status for status in statuses if not status.startswith(expected)]
+    if wrong or len(statuses) != len(requests):
+        raise SystemExit(f"expected {len(requests)} x {expected}, got {wrong[:3] or len(statuses)}")
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     count = len(requests)
     return Measured(

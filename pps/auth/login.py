@@ -117,15 +117,19 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
                 f"but that target is refused: {exc.reason}."
             ) from exc
 
-    location = None if redirect is None else redirect.location
-    target = None if redirect is None else editor_target(redirect, svc.settings.base_url)
-    # An editor on pps's origin gets its session through a handoff code (see pps.auth.handoff).
-    code = None if target is None else new_code()
+    location = target = code = None
+    if redirect is not None:
+        location = redirect.location
+        target = editor_target(redirect, svc.settings.base_url)
+        if target is not None:
+            # An editor on pps's origin gets its session through a handoff code.
+            code = new_code()
+            location = with_handoff(location, code)
     login = Login(
         client=client.identifier,
         user=token.user,
         at=int(checked.now),
-        location=location if location is None or code is None else with_handoff(location, code),
+        location=location,
         editor=_editor_grants(target),
         handoff=code,
     )
