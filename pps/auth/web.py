@@ -25,7 +25,7 @@ from pps.auth.way_back import from_redirect
 from pps.platform.errors import MethodNotAllowed, Unauthorized
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.web import bp
-from pps.web.common import services, token_redirect
+from pps.web.common import bodiless_redirect, services, token_redirect
 from pps.web.error_pages import page_locale
 from pps.web.i18n import Translator
 
@@ -98,11 +98,8 @@ def exchange_handoff() -> Response | None:
     query = request.query_string.decode("ascii", "replace")
     rest = "&".join(part for part in query.split("&") if not part.startswith(f"{HANDOFF_PARAM}="))
     location = request.path + (f"?{rest}" if rest else "")
-    response = Response(b"", status=303)
-    del response.headers["Content-Type"]
-    response.headers["Location"] = location
-    response.headers.extend(TOKEN_URL_HEADERS)  # the URL carried the code
-    return response
+    # The URL carried the code: the same headers as a login's redirect.
+    return bodiless_redirect(location, status=303, headers=TOKEN_URL_HEADERS)
 
 
 def logged_in_as() -> tuple[str, str] | None:

@@ -314,14 +314,13 @@ def _saved_page(
     )
 
 
-@bp.after_request
-def _client_module_for_shops(response: Response) -> Response:
-    """The shops' pages import ``/static/pps-editor-client.js`` from their own origin: a
-    module script is fetched with CORS, and this public file carries no credentials."""
-    if request.endpoint == "web.static" and (request.view_args or {}).get("filename") == (
-        CLIENT_MODULE
-    ):
-        response.headers["Access-Control-Allow-Origin"] = "*"
+@bp.get(f"/static/{CLIENT_MODULE}")
+def client_module() -> Response:
+    """The shops' pages import this module from their own origin: a module script is
+    fetched with CORS, and this public file carries no credentials. Its own route (the
+    router prefers it to ``/static/<path:filename>``), so no hook runs on every page."""
+    response = bp.send_static_file(CLIENT_MODULE)
+    response.headers["Access-Control-Allow-Origin"] = "*"
     return response
 
 

@@ -1,21 +1,36 @@
-"""What the browser routes share: the app's services, reached through Flask's app context."""
+"""What the browser routes share: the app's services, reached through Flask's app context,
+and the bodiless redirects of logins, file links and the router."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from flask import Response, current_app
 
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.platform.services import Services
 
+__all__ = ["Bodiless", "bodiless_redirect", "services", "token_redirect"]
+
 
 def services() -> Services:
     return current_app.extensions["pps"]  # type: ignore[no-any-return]
 
 
+class Bodiless(Response):
+    """An answer without content, so without ``Content-Type``: Werkzeug sets its default
+    mimetype only when there is one, and a redirect has no document to describe."""
+
+    default_mimetype = None
+
+
+def bodiless_redirect(
+    location: str, *, status: int = 302, headers: Iterable[tuple[str, str]] = ()
+) -> Response:
+    """A redirect with no body: browsers follow ``Location``, and it goes out in one write."""
+    return Bodiless(status=status, headers=[("Location", location), *headers])
+
+
 def token_redirect(location: str) -> Response:
     """The bodiless ``302`` of a login or a file link (see ``TOKEN_URL_HEADERS``)."""
-    response = Response(b"", status=302)
-    del response.headers["Content-Type"]
-    response.headers["Location"] = location
-    response.headers.extend(TOKEN_URL_HEADERS)
-    return response
+    return bodiless_redirect(location, headers=TOKEN_URL_HEADERS)

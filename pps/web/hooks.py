@@ -19,6 +19,7 @@ from flask import Flask, Response, request
 from werkzeug.routing import RequestRedirect
 
 from pps.platform.http_headers import page_headers
+from pps.web.common import bodiless_redirect
 from pps.web.errors import request_id
 
 __all__ = ["every_answer", "register_hooks", "relative_routing_redirect"]
@@ -52,10 +53,7 @@ def relative_routing_redirect() -> Response | None:
     location = "/" + target.path.lstrip("/")
     if target.query:
         location += "?" + target.query
-    response = Response(b"", status=redirect.code)
-    del response.headers["Content-Type"]
-    response.headers["Location"] = location
-    return response
+    return bodiless_redirect(location, status=redirect.code)
 
 
 def register_hooks(app: Flask) -> None:
