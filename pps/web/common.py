@@ -10,14 +10,14 @@ from flask import Response, current_app
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.platform.services import Services
 
-__all__ = ["Bodiless", "bodiless_redirect", "services", "token_redirect"]
+__all__ = ["bodiless_redirect", "services", "token_redirect"]
 
 
 def services() -> Services:
     return current_app.extensions["pps"]  # type: ignore[no-any-return]
 
 
-class Bodiless(Response):
+class _Bodiless(Response):
     """An answer without content, so without ``Content-Type``: Werkzeug sets its default
     mimetype only when there is one, and a redirect has no document to describe."""
 
@@ -28,7 +28,7 @@ def bodiless_redirect(
     location: str, *, status: int = 302, headers: Iterable[tuple[str, str]] = ()
 ) -> Response:
     """A redirect with no body: browsers follow ``Location``, and it goes out in one write."""
-    return Bodiless(status=status, headers=[("Location", location), *headers])
+    return _Bodiless(status=status, headers=[("Location", location), *headers])
 
 
 def token_redirect(location: str) -> Response:

@@ -422,6 +422,17 @@ PAGES: dict[str, dict[str, dict[str, Any]]] = {
             tag="Docs",
         )
     },
+    "web.client_module": {
+        "get": _page(
+            "The editor client module a shop's page imports",
+            "`pps-editor-client.js`, an ES module: `Connector().connect(iframe, emitter)` "
+            "drives an editor framed in the shop's page by postMessage (see "
+            "docs/embedding.md). Public and without credentials, so any origin may "
+            "import it (`Access-Control-Allow-Origin: *`).",
+            {"200": _binary("text/javascript", "The module.")},
+            (),
+        )
+    },
     "web.docs_asset": {
         "get": _page(
             "Swagger UI's scripts and styles, served locally",
