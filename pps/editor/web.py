@@ -314,7 +314,7 @@ def _saved_page(
     )
 
 
-@bp.get(f"/static/{CLIENT_MODULE}")
+@bp.get(f"{bp.static_url_path}/{CLIENT_MODULE}")
 def client_module() -> Response:
     """The shops' pages import this module from their own origin: a module script is
     fetched with CORS, and this public file carries no credentials. Its own route (the
