@@ -7,7 +7,7 @@ two separate runs of bench/load.py differ by as much as most single changes gain
 both revisions run at the same time (idle until their turn) next to one hello-world, and the
 runs are interleaved H A B H B A H ...: each pps run is taken as a ratio of the mean of the
 hello-world runs just before and after it, and each A run is paired with the B run of the
-same cycle. With several scenarios (``--scenario`` repeated; default auth, file and
+same cycle. With several scenarios (``--scenario`` repeated; default auth, file, file-once and
 preview) each cycle runs them one after the other (H A B H B A H for each). Prints every
 run, and per scenario the median ratio of each revision and the median of B/A over the
 pairs (above 1: AFTER is faster).
@@ -34,7 +34,7 @@ import load
 from benchlib import BENCH, ROOT
 
 #: The pps scenarios of load.py that two revisions can be compared on.
-SCENARIOS = ("auth", "file", "preview")
+SCENARIOS = ("auth", "file", "file-once", "preview")
 
 
 def parse_args() -> tuple[argparse.Namespace, argparse.Namespace]:

@@ -61,13 +61,15 @@ def login_token(
     )
 
 
-def file_token(api_key: str, client: str, url_path: str, lifetime: int = 3600) -> str:
-    """A reusable file token: no jti, so one token serves every request of a run."""
+def file_token(
+    api_key: str, client: str, url_path: str, lifetime: int = 3600, jti: str | None = None
+) -> str:
+    """A file token. Without ``jti`` it is reusable: one token serves every request of a
+    run; with one (in the header, as for logins) it is good for one request."""
     now = time.time()
+    header = {"typ": "JWT", "alg": "HS256"} | ({"jti": jti} if jti is not None else {})
     return sign_hs256(
-        api_key,
-        {"typ": "JWT", "alg": "HS256"},
-        {"client": client, "urlPath": url_path, "iat": now, "exp": now + lifetime},
+        api_key, header, {"client": client, "urlPath": url_path, "iat": now, "exp": now + lifetime}
     )
 
 

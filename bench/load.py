@@ -11,6 +11,7 @@ status other than the one expected, so an error page can never pass for a fast a
   hello  GET /                                           (the baseline, expects 200)
   auth   GET /auth?jwt=<fresh token every request>       (expects 302)
   file   GET /api-ext/files/draft/<hash>/print?jwt=...   (reusable token, expects 302)
+  file-once  the same with a fresh single-use token (a jti) every request (expects 302)
   preview GET /api-ext/files/template/<id>/page-preview-thumb?jwt=...
                                                          (reusable token, expects 302)
   user   POST /api-ext/user with the bearer key          (expects 201)
@@ -18,12 +19,12 @@ status other than the one expected, so an error page can never pass for a fast a
 
 The machine may be noisy, so every scenario runs ``--rounds`` times, each time between two
 hello-world runs (H auth H file H preview H user H naive H auth ... H), and each of its ratios
-is taken against the mean of those two. ``auth``, ``file`` and ``preview`` are also taken
+is taken against the mean of those two. ``auth`` and the file scenarios are also taken
 against ``naive`` of the same round (their hello-world ratio over naive's, each bracketed
 by its own hello-world runs). Prints per scenario the median requests/s and p99 latency
 over the rounds, the median of the per-round ratios and their range, and writes the whole
-result, every run included, as JSON to bench/results/. The issue's targets: ``auth``,
-``file`` and ``preview`` at least as fast as ``naive`` (aim 1.25x), and their p99 at 32
+result, every run included, as JSON to bench/results/. The issue's targets: ``auth`` and
+the file endpoints at least as fast as ``naive`` (aim 1.25x), and their p99 at 32
 connections at most 3x hello-world's (judged when run with ``-c 32``). Exit status 1 when
 any run saw unexpected statuses, socket errors or ran out of tokens; with --check also 3
 when a target is missed (judged on the medians).
@@ -57,12 +58,12 @@ from benchlib import BENCH, BIN, GUNICORN_CONF, ROOT
 
 LUA = BENCH / "wrk" / "scenario.lua"
 RESULTS = BENCH / "results"
-SCENARIOS = ("hello", "auth", "file", "preview", "user", "naive")
+SCENARIOS = ("hello", "auth", "file", "file-once", "preview", "user", "naive")
 #: Run when no --scenario is given: the naive reference too, since the targets are its.
-DEFAULT_SCENARIOS = ("auth", "file", "preview", "user", "naive")
+DEFAULT_SCENARIOS = ("auth", "file", "file-once", "preview", "user", "naive")
 #: Minimum requests/s as a share of the naive /auth's in the same round, from the issue:
 #: /auth and every file endpoint at least as fast as bench/naive.py ...
-TARGETS = {"auth": 1.00, "file": 1.00, "preview": 1.00}
+TARGETS = {"auth": 1.00, "file": 1.00, "file-once": 1.00, "preview": 1.00}
 #: ... and the share it aims for.
 AIM = 1.25
 #: Their p99 latency at most this many times hello-world's, at P99_CONNECTIONS connections.
@@ -72,7 +73,18 @@ P99_CONNECTIONS = 32
 #: typically every connection of the run landed on one gunicorn worker, whose GIL holds it
 #: to one core. It is no sample of throughput under load, so it is run again.
 MAX_IDLE = 0.10
-EXPECTED = {"hello": 200, "auth": 302, "file": 302, "preview": 302, "user": 201, "naive": 302}
+#: Sent a fresh token every request, from files written before the run (hello-world too:
+#: the same bytes for wrk to write as auth's).
+FRESH_TOKENS = ("hello", "auth", "file-once", "naive")
+EXPECTED = {
+    "hello": 200,
+    "auth": 302,
+    "file": 302,
+    "file-once": 302,
+    "preview": 302,
+    "user": 201,
+    "naive": 302,
+}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -258,11 +270,19 @@ class Pps:
     def login_token(self, jti: str) -> str:
         return benchlib.login_token(self.api_key, self.client, self.user, self.redirect, jti)
 
+    def once_file_token(self, jti: str) -> str:
+        """A draft PDF token good for one request, as a shop signs one per download."""
+        return benchlib.file_token(self.api_key, self.client, self.file_path, jti=jti)
+
     def smoke_test(self) -> None:
         """One request of each scenario by hand: a broken setup fails here, not silently."""
         checks = {
             "auth": http("GET", f"{self.base_url}/auth?jwt={self.login_token(uuid.uuid4().hex)}"),
             "file": http("GET", f"{self.base_url}{self.file_path}?jwt={self.file_token}"),
+            "file-once": http(
+                "GET",
+                f"{self.base_url}{self.file_path}?jwt={self.once_file_token(uuid.uuid4().hex)}",
+            ),
             "preview": http("GET", f"{self.base_url}{self.preview_path}?jwt={self.preview_token}"),
         }
         for name, (status, body) in checks.items():
@@ -426,12 +446,15 @@ def remove_tokens(prefix: Path, threads: int) -> None:
         Path(f"{prefix}{index}.txt").unlink(missing_ok=True)
 
 
-def write_tokens(pps: Pps, prefix: Path, count: int, threads: int, tag: str) -> None:
-    """``count`` login tokens with unique jti, dealt round-robin into one file per thread."""
+def write_tokens(
+    make: Callable[[str], str], prefix: Path, count: int, threads: int, tag: str
+) -> None:
+    """``count`` tokens made by ``make(jti)``, each with a unique jti, dealt round-robin
+    into one file per thread."""
     files = [open(f"{prefix}{index}.txt", "w") for index in range(threads)]  # noqa: SIM115
     try:
         for number in range(count):
-            files[number % threads].write(pps.login_token(f"{tag}-{number}") + "\n")
+            files[number % threads].write(make(f"{tag}-{number}") + "\n")
     finally:
         for handle in files:
             handle.close()
@@ -453,11 +476,15 @@ def scenario_args(
     it ignores): the same bytes for wrk to write, so the baseline pays the same client cost.
     """
     expected = f"expected={EXPECTED[name]}"
-    if name in ("hello", "auth", "naive"):
+    if name in FRESH_TOKENS:
         prefix = workdir / f"tokens-{tag}-"
-        write_tokens(pps, prefix, tokens, opts.threads, f"{tag}-{uuid.uuid4().hex[:8]}")
+        make = pps.once_file_token if name == "file-once" else pps.login_token
+        write_tokens(make, prefix, tokens, opts.threads, f"{tag}-{uuid.uuid4().hex[:8]}")
         if name == "hello":
             return hello_url, [expected, "path=/?jwt=", f"tokens={prefix}"]
+        if name == "file-once":
+            path = f"path={pps.file_path}?jwt="
+            return f"{pps.base_url}{pps.file_path}", [expected, path, f"tokens={prefix}"]
         base = pps.base_url if name == "auth" else naive_url.rstrip("/")
         return f"{base}/auth", [expected, "path=/auth?jwt=", f"tokens={prefix}"]
     if name == "file":
@@ -597,7 +624,7 @@ def print_table(results: list[dict[str, Any]], rounds: int) -> None:
         "hello-world runs either side of it, then the median and the range of those"
     )
     header = (
-        f"{'scenario':<8} {'req/s':>9} {'p99 ms':>8} {'rps ratio':>10} {'min-max':>11} "
+        f"{'scenario':<9} {'req/s':>9} {'p99 ms':>8} {'rps ratio':>10} {'min-max':>11} "
         f"{'p99 ratio':>10} {'vs naive':>9} {'min-max':>11} {'unexpected':>10}  target"
     )
     print(header)
@@ -617,7 +644,7 @@ def print_table(results: list[dict[str, Any]], rounds: int) -> None:
         else:
             spread, rps_ratio, p99_ratio = "", "1.00", "1.00"
         line = (
-            f"{row['scenario']:<8} {row['rps']:>9.1f} {row['p99_ms']:>8.2f} "
+            f"{row['scenario']:<9} {row['rps']:>9.1f} {row['p99_ms']:>8.2f} "
             f"{rps_ratio:>10} {spread:>11} {p99_ratio:>10} {naive:>9} {naive_spread:>11} "
             f"{bad:>10}  {verdict(row)}{flag}"
         )
@@ -690,7 +717,7 @@ def run_schedule(
         tokens = math.ceil(per_second * opts.duration)
         args_for = partial(scenario_args, name, pps, workdir, opts, tokens, **urls)
         raw = measured_run(wrk, opts, args_for, f"r{number}-{len(runs)}-run", workdir)
-        if name in ("auth", "naive"):
+        if name in FRESH_TOKENS and name != "hello":
             raw["tokens_dealt"] = tokens
         if name != "hello":
             pending = {"name": name, "raw": raw, "before": runs[-1], "round": number}

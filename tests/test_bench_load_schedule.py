@@ -85,7 +85,7 @@ def test_pps_scenarios_are_judged_against_naive_of_the_same_round() -> None:
 
 
 def test_targets_are_the_issues() -> None:
-    assert load.TARGETS == {"auth": 1.0, "file": 1.0, "preview": 1.0}
+    assert load.TARGETS == {"auth": 1.0, "file": 1.0, "file-once": 1.0, "preview": 1.0}
     assert (load.AIM, load.P99_LIMIT, load.P99_CONNECTIONS) == (1.25, 3.0, 32)
 
 
@@ -134,7 +134,7 @@ def test_aggregate_names_rounds_not_positions() -> None:
 
 def test_every_scenario_has_an_expected_status_and_naive_runs_by_default() -> None:
     assert set(load.EXPECTED) == set(load.SCENARIOS)
-    assert set(load.DEFAULT_SCENARIOS) == {"auth", "file", "preview", "user", "naive"}
+    assert set(load.DEFAULT_SCENARIOS) == {"auth", "file", "file-once", "preview", "user", "naive"}
 
 
 def test_file_scenarios_ask_for_their_endpoint_with_a_reusable_token(tmp_path: Path) -> None:
@@ -157,11 +157,36 @@ def test_file_scenarios_ask_for_their_endpoint_with_a_reusable_token(tmp_path: P
     assert list(tmp_path.iterdir()) == []  # a reusable token: no token files
 
 
+def test_the_single_use_file_scenario_sends_a_fresh_token_with_a_jti_every_request(
+    tmp_path: Path,
+) -> None:
+    made: list[str] = []
+
+    def once_file_token(jti: str) -> str:
+        made.append(jti)
+        return f"file.{jti}.sig"
+
+    pps = SimpleNamespace(
+        base_url="http://127.0.0.1:1",
+        file_path="/api-ext/files/draft/abc/print",
+        once_file_token=once_file_token,
+    )
+    opts = load.parse_args(["-t", "2"])
+    url, lua_args = load.scenario_args("file-once", pps, tmp_path, opts, 6, "r1")  # type: ignore[arg-type]
+    assert url == f"{pps.base_url}{pps.file_path}"
+    prefix = tmp_path / "tokens-r1-"
+    assert lua_args == ["expected=302", f"path={pps.file_path}?jwt=", f"tokens={prefix}"]
+    dealt = [Path(f"{prefix}{index}.txt").read_text().split() for index in range(2)]
+    assert sorted(dealt[0] + dealt[1]) == sorted(f"file.{jti}.sig" for jti in made)
+    assert len(set(made)) == 6  # every request its own jti
+    assert load.TARGETS["file-once"] == load.TARGETS["auth"]
+
+
 def test_ab_compares_every_pps_scenario_between_hello_world_runs() -> None:
     import ab
 
-    assert set(ab.SCENARIOS) == {"auth", "file", "preview"}
-    order = ab.sequence(["auth", "file", "preview"], 2)
+    assert set(ab.SCENARIOS) == {"auth", "file", "file-once", "preview"}
+    order = ab.sequence(list(ab.SCENARIOS), 2)
     assert order[0] == order[-1] == ("H", "hello")
     for index, (name, scenario) in enumerate(order):
         if name != "H":

@@ -525,6 +525,36 @@ def test_jti_is_single_use_and_not_burned_by_a_refusal(
     assert "used already" in message
 
 
+def test_concurrent_uses_of_one_file_token_store_exactly_one_link(
+    app: Flask, tenant: Client, draft: Draft
+) -> None:
+    """The jti is used up and the link stored in one atomic step: of twenty uses at once,
+    one gets a link, the others a 401, and no loser leaves a link behind in Redis."""
+    store = app.extensions["pps"].ephemeral
+    links = f"{store.prefix}pps:link:*"
+    token = sign(tenant.api_key, magento_claims(tenant), jti=uuid.uuid4().hex)
+    warm_up = sign(tenant.api_key, magento_claims(tenant))  # rendered once, before the race
+    assert fetch(app.test_client(), file_url(draft), warm_up).status_code == 302
+    before = set(store.client.scan_iter(match=links))
+    workers = 20
+    barrier = threading.Barrier(workers)
+    statuses: list[int] = []
+
+    def use() -> None:
+        own_client = app.test_client()
+        barrier.wait()
+        statuses.append(fetch(own_client, file_url(draft), token).status_code)
+
+    threads = [threading.Thread(target=use) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sorted(statuses) == [302] + [401] * (workers - 1)
+    assert len(set(store.client.scan_iter(match=links)) - before) == 1
+
+
 @pytest.mark.parametrize(
     ("case", "status"),
     [("missing", 401), ("malformed", 400), ("forged", 401), ("expired", 401), ("unknown", 401)],

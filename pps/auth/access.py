@@ -125,17 +125,20 @@ def claim_jti_while(
 
 
 def claim_jti_and_put(
-    svc: Services, checked: CheckedToken, *, link: str, value: str, link_ttl: int
+    svc: Services, checked: CheckedToken, *, login: bool, link: str, value: str, link_ttl: int
 ) -> None:
-    """:func:`claim_jti` for a login token, storing ``value`` under ``link`` in the same
-    atomic step (``EphemeralStore.claim_and_put``): a login handoff exists exactly when
-    the token was used up for it."""
+    """:func:`claim_jti`, storing ``value`` under ``link`` in the same atomic step
+    (``EphemeralStore.claim_and_put``), one round trip: the link exists exactly when the
+    token was used up for it. A token without ``jti`` (a reusable file token) only stores
+    the link; a login token always has one (:func:`pps.auth.login.log_in` checks it first).
+    """
     token = checked.token
     if token.jti is None:
-        raise ValueError("a login token always has a jti (log_in checks it first)")
+        svc.ephemeral.put_link(link, value, link_ttl)
+        return
     key, ttl = _nonce(svc, checked)
     if not svc.ephemeral.claim_and_put(key, ttl, link, value, link_ttl):
-        raise _replayed(token.jti, login=True, redirect=token.redirect)
+        raise _replayed(token.jti, login=login, redirect=token.redirect)
 
 
 def _nonce(svc: Services, checked: CheckedToken) -> tuple[str, int]:

@@ -140,6 +140,7 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
         claim_jti_and_put(
             svc,
             checked,
+            login=True,
             link=handoff_key(code),
             value=encode_grant(login.session_data()),
             link_ttl=HANDOFF_TTL,

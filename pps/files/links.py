@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from pps.auth.access import CheckedToken, claim_jti
+from pps.auth.access import CheckedToken, claim_jti_and_put
 from pps.platform import ids
 from pps.platform.ephemeral import link_key
 from pps.platform.errors import Forbidden, NotFound
@@ -33,8 +33,8 @@ def owned_draft(svc: Services, checked: CheckedToken, draft_hash: str) -> DraftR
 def issue_link(
     svc: Services, checked: CheckedToken, *, key: str, filename: str, content_type: str
 ) -> str:
-    """Use up the token's ``jti`` (if any), store a fresh link and return its URL."""
-    claim_jti(svc, checked, login=False)  # last check: a refused request leaves the jti unused
+    """Use up the token's ``jti`` (if any) and store a fresh link, in one atomic step, and
+    return the link's URL. Last check: a refused request leaves the ``jti`` unused."""
     token = ids.link_token()
     link = {
         "key": key,
@@ -42,5 +42,12 @@ def issue_link(
         "contentType": content_type,
         "client": checked.client.identifier,
     }
-    svc.ephemeral.put_link(link_key(token), json.dumps(link), svc.settings.file_link_ttl)
+    claim_jti_and_put(
+        svc,
+        checked,
+        login=False,
+        link=link_key(token),
+        value=json.dumps(link),
+        link_ttl=svc.settings.file_link_ttl,
+    )
     return f"{svc.settings.base_url}/files/{token}/{quote(filename)}"

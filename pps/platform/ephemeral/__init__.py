@@ -56,7 +56,8 @@ class EphemeralStore(Protocol):
         """:meth:`claim` ``key`` and, for the winner only, :meth:`put_link` ``link``, atomically.
 
         Both happen or neither: a nonce is never used up without what it paid for (a login
-        handoff) being stored, and a loser stores nothing. Retry-safe like :meth:`claim`.
+        handoff, a file link) being stored, and a loser stores nothing. Retry-safe like
+        :meth:`claim`.
         """
         ...
 
