@@ -8,9 +8,7 @@ layer renders as an HTML page on ``/auth`` and as JSON on ``/api-ext/files``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from pps.auth.tokens import (
     ExpiredToken,
@@ -20,7 +18,7 @@ from pps.auth.tokens import (
     remaining_lifetime,
     verify_token,
 )
-from pps.platform.ephemeral import no_work, nonce_key
+from pps.platform.ephemeral import nonce_key
 from pps.platform.errors import PpsError
 from pps.platform.models import Client
 from pps.platform.services import Services
@@ -31,11 +29,8 @@ __all__ = [
     "check_token",
     "claim_jti",
     "claim_jti_and_put",
-    "claim_jti_while",
     "token_error",
 ]
-
-T = TypeVar("T")
 
 
 class TokenRejected(PpsError):
@@ -106,22 +101,12 @@ def claim_jti(svc: Services, checked: CheckedToken, *, login: bool) -> None:
     client, ``pps:jti:<client>:<jti>``: a ``jti`` is good for one use, whatever the use.
     The nonce is kept for as long as the token could still pass its ``exp`` check.
     """
-    claim_jti_while(svc, checked, login=login, work=no_work)
-
-
-def claim_jti_while(
-    svc: Services, checked: CheckedToken, *, login: bool, work: Callable[[], T]
-) -> T:
-    """:func:`claim_jti`, running ``work()`` while the store answers; its result is
-    returned only when this use of the token won (see ``EphemeralStore.claim_while``)."""
     token = checked.token
     if token.jti is None:
-        return work()
+        return
     key, ttl = _nonce(svc, checked)
-    won = svc.ephemeral.claim_while(key, ttl, work)
-    if won is None:
+    if not svc.ephemeral.claim(key, ttl):
         raise _replayed(token.jti, login=login, redirect=token.redirect)
-    return won[0]
 
 
 def claim_jti_and_put(
