@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import threading
@@ -51,3 +52,45 @@ def test_a_forked_child_draws_tags_of_its_own() -> None:
     after = ids.unique_tag()
     assert child_tag and child_tag[:16] != before[:16]  # another random prefix
     assert after[:16] == before[:16]  # the parent keeps its own
+
+
+def test_secret_tokens_have_the_format_of_secrets_token_urlsafe() -> None:
+    for nbytes, length in ((24, 32), (32, 43)):
+        token = ids.secret_token(nbytes)
+        assert re.fullmatch(rf"[A-Za-z0-9_-]{{{length}}}", token)
+        assert len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))) == nbytes
+    assert re.fullmatch(r"[A-Za-z0-9_-]{32}", ids.link_token())
+
+
+def test_secret_tokens_never_repeat_across_threads() -> None:
+    drawn: list[list[str]] = [[] for _ in range(8)]
+
+    def draw(into: list[str]) -> None:
+        into.extend(ids.secret_token(16) for _ in range(5000))
+
+    threads = [threading.Thread(target=draw, args=(into,)) for into in drawn]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    tokens = [token for into in drawn for token in into]
+    assert len(set(tokens)) == len(tokens) == 40_000
+
+
+def test_a_forked_child_draws_secrets_of_its_own() -> None:
+    """The generator's state is copied by fork: parent and child must still draw apart."""
+    ids.secret_token(32)  # the parent's generator is in use before the fork
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write_end, "".join(ids.secret_token(32) for _ in range(4)).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    child = os.read(read_end, 1000).decode()
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    parent = "".join(ids.secret_token(32) for _ in range(4))
+    assert len(child) == len(parent) == 4 * 43
+    assert child != parent

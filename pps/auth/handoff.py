@@ -8,18 +8,18 @@ grants under a random code, for :data:`HANDOFF_TTL` seconds, in the same atomic 
 uses up the token's ``jti``, and appends ``handoff=<code>`` to the ``Location``. The editor
 exchanges the code, once, for a fresh session. Plain Python, no Flask.
 
-The code is 256 random bits (``secrets.token_urlsafe``), looked up by exact key, so it needs
-no signature and no constant-time comparison: there is nothing to compare.
+The code is 256 random bits (:func:`pps.platform.ids.secret_token`), looked up by exact key,
+so it needs no signature and no constant-time comparison: there is nothing to compare.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import secrets
 from typing import Any
 
 from pps.platform.ephemeral import EphemeralStore, handoff_key
+from pps.platform.ids import secret_token
 
 __all__ = [
     "HANDOFF_PARAM",
@@ -38,7 +38,7 @@ _CODE = re.compile(r"[A-Za-z0-9_-]{43}")
 
 
 def new_code() -> str:
-    return secrets.token_urlsafe(32)
+    return secret_token(32)
 
 
 def with_handoff(location: str, code: str) -> str:

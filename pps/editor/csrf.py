@@ -11,11 +11,11 @@ host keeps ``SameSite=Lax``.
 from __future__ import annotations
 
 import hmac
-import secrets
 
 from flask import request, session
 
 from pps.platform.errors import BadRequest, Forbidden
+from pps.platform.ids import secret_token
 
 __all__ = ["FIELD", "CsrfMismatch", "CsrfMissing", "check_csrf", "csrf_token"]
 
@@ -43,7 +43,7 @@ def csrf_token() -> str:
     """The session's token, created on first use. A new login (``/auth``) starts a new one."""
     token = session.get(_SESSION_KEY)
     if not isinstance(token, str) or len(token) < 32:
-        token = secrets.token_urlsafe(32)
+        token = secret_token(32)
         session[_SESSION_KEY] = token
     return token
 
