@@ -61,9 +61,10 @@ def secret_token(nbytes: int) -> str:
     in a forked child; it raises rather than answer unseeded) instead of ``os.urandom``.
     Why: ``os.urandom`` is a ``getrandom`` system call around which CPython lets go of the
     GIL, and in a gunicorn worker whose other threads wait for the GIL that hands the CPU
-    over mid-request. Measured at 4 threads per worker (the deploy config), a login's one
-    such draw cost about 2 context switches and 25-35 µs of CPU (``bench/wsgi_auth.py
-    --threads 4``); ``RAND_bytes`` draws in user space and keeps the GIL.
+    over mid-request. Measured with ``bench/wsgi_auth.py --threads 4`` (4 threads, as a
+    worker of the deploy config), before and after: a login's one draw cost about 2 context
+    switches (9.3 against 7.5 per login) and 15-20 µs of CPU; ``RAND_bytes`` draws in user
+    space and keeps the GIL.
     """
     return base64.urlsafe_b64encode(ssl.RAND_bytes(nbytes)).rstrip(b"=").decode("ascii")
 
