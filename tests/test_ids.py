@@ -6,6 +6,7 @@ import base64
 import os
 import re
 import threading
+from collections.abc import Callable
 
 from pps.platform import ids
 
@@ -18,18 +19,23 @@ def test_identifiers_have_the_formats_clients_expect() -> None:
     assert re.fullmatch(r"[0-9a-f]{32}", ids.processing_id())
 
 
+def _drawn_in_threads(draw: Callable[[], str], *, threads: int = 8, each: int = 5000) -> list[str]:
+    """Everything ``threads`` threads drew at once, ``each`` values per thread."""
+    drawn: list[list[str]] = [[] for _ in range(threads)]
+
+    def run(into: list[str]) -> None:
+        into.extend(draw() for _ in range(each))
+
+    workers = [threading.Thread(target=run, args=(into,)) for into in drawn]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return [value for into in drawn for value in into]
+
+
 def test_unique_tags_never_repeat_across_threads() -> None:
-    tags: list[list[str]] = [[] for _ in range(8)]
-
-    def draw(into: list[str]) -> None:
-        into.extend(ids.unique_tag() for _ in range(5000))
-
-    threads = [threading.Thread(target=draw, args=(into,)) for into in tags]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    drawn = [tag for into in tags for tag in into]
+    drawn = _drawn_in_threads(ids.unique_tag)
     assert len(set(drawn)) == len(drawn) == 40_000
     # One length, so that answers carrying a request id differ in nothing else.
     assert all(re.fullmatch(r"[0-9a-f]{28}", tag) for tag in drawn)
@@ -63,17 +69,7 @@ def test_secret_tokens_have_the_format_of_secrets_token_urlsafe() -> None:
 
 
 def test_secret_tokens_never_repeat_across_threads() -> None:
-    drawn: list[list[str]] = [[] for _ in range(8)]
-
-    def draw(into: list[str]) -> None:
-        into.extend(ids.secret_token(16) for _ in range(5000))
-
-    threads = [threading.Thread(target=draw, args=(into,)) for into in drawn]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    tokens = [token for into in drawn for token in into]
+    tokens = _drawn_in_threads(lambda: ids.secret_token(16))
     assert len(set(tokens)) == len(tokens) == 40_000
 
 
