@@ -1,4 +1,4 @@
-"""Identifiers and tags: formats the clients expect, tags unique across threads and forks."""
+"""Identifiers, tags and secrets: formats the clients expect, unique across threads and forks."""
 
 from __future__ import annotations
 
