@@ -41,20 +41,26 @@ def test_unique_tags_never_repeat_across_threads() -> None:
     assert all(re.fullmatch(r"[0-9a-f]{28}", tag) for tag in drawn)
 
 
-def test_a_forked_child_draws_tags_of_its_own() -> None:
-    """gunicorn forks its workers: a child must not repeat the tags of its parent."""
-    before = ids.unique_tag()
+def _drawn_in_forked_child(draw: Callable[[], str]) -> str:
+    """What ``draw()`` returns in a forked child of this process (as gunicorn forks)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: report its first tag and leave without running teardown
+    if pid == 0:  # the child: report what it drew and leave without running teardown
         try:
-            os.write(write_end, ids.unique_tag().encode())
+            os.write(write_end, draw().encode())
         finally:
             os._exit(0)
     os.close(write_end)
-    child_tag = os.read(read_end, 100).decode()
+    drawn = os.read(read_end, 1000).decode()
     os.close(read_end)
     os.waitpid(pid, 0)
+    return drawn
+
+
+def test_a_forked_child_draws_tags_of_its_own() -> None:
+    """gunicorn forks its workers: a child must not repeat the tags of its parent."""
+    before = ids.unique_tag()
+    child_tag = _drawn_in_forked_child(ids.unique_tag)
     after = ids.unique_tag()
     assert child_tag and child_tag[:16] != before[:16]  # another random prefix
     assert after[:16] == before[:16]  # the parent keeps its own
@@ -75,18 +81,12 @@ def test_secret_tokens_never_repeat_across_threads() -> None:
 
 def test_a_forked_child_draws_secrets_of_its_own() -> None:
     """The generator's state is copied by fork: parent and child must still draw apart."""
+
+    def four() -> str:
+        return "".join(ids.secret_token(32) for _ in range(4))
+
     ids.secret_token(32)  # the parent's generator is in use before the fork
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.write(write_end, "".join(ids.secret_token(32) for _ in range(4)).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    child = os.read(read_end, 1000).decode()
-    os.close(read_end)
-    os.waitpid(pid, 0)
-    parent = "".join(ids.secret_token(32) for _ in range(4))
+    child = _drawn_in_forked_child(four)
+    parent = four()
     assert len(child) == len(parent) == 4 * 43
     assert child != parent
