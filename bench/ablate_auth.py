@@ -1,10 +1,11 @@
 """What each step of ``GET /auth`` costs in CPU, measured by taking steps away one by one.
 
-    .venv/bin/python bench/ablate_auth.py [-n 2000]
+    .venv/bin/python bench/ablate_auth.py [-n 2000] [--threads 1] [--rounds 3]
 
 cProfile (bench/profile_auth.py) ranks functions but inflates call-heavy code; this script
-measures plain CPU time (``time.process_time``, so kernel time of socket calls counts too)
-per request through the Flask test client, in-process, for:
+measures plain CPU time of the process (kernel time of socket calls included) and voluntary
+context switches per request, each app called as a WSGI callable with a prepared environ
+(bench/wsgi_auth.py's ``measure``), in-process, for:
 
 1. a Flask hello-world (the baseline of bench/load.py);
 2. the full ``/auth``;
@@ -17,7 +18,10 @@ per request through the Flask test client, in-process, for:
 and, for reference, the "naive" ``/auth`` of the issue (bench/naive.py: Flask + PyJWT +
 redis-py, verify, claim, redirect, nothing else) on the same tokens and Redis.
 
-The differences between consecutive rows are the cost of each step. Benchmark only: the
+The differences between consecutive rows are the cost of each step. With ``--threads 4``
+each app is called by four threads at once, as a worker of the deploy config calls it:
+a step that lets go of the GIL (a Redis reply, a SQLite statement) then also pays for
+handing the CPU to another thread, which the switches column counts. Benchmark only: the
 steps are switched off by replacing attributes of this process's app, never in pps itself.
 """
 
@@ -25,36 +29,47 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import benchlib
-from flask import Flask
 from naive import naive_app
-from profile_auth import build_pps, drive, hello_app
-
-
-def cpu_per_request(app: Flask, paths: list[str], expected: int) -> float:
-    started = time.process_time()
-    drive(app, paths, expected)
-    return (time.process_time() - started) / len(paths) * 1e6
+from profile_auth import build_pps, hello_app
+from wsgi_auth import Measured, WsgiApp, measure
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=2000, help="requests per row (default 2000)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads calling each app at once, as a gunicorn worker's (1; the deploy config: 4)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="runs of every row; the median counts (3)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, benchlib.redis_server(Path(tmp)) as redis_url:
         app, tokens = build_pps(Path(tmp), redis_url)
         hello = hello_app()
 
-        def auth_paths() -> list[str]:
-            return ["/auth?jwt=" + token for token in tokens(args.n)]
+        def logins(count: int = args.n) -> list[tuple[str, str]]:
+            return [("/auth", "jwt=" + token) for token in tokens(count)]
 
-        drive(app, auth_paths()[:200], 302)  # warm-up: connections, caches
-        drive(hello, ["/"] * 200, 200)
+        def per_request(wsgi: WsgiApp, requests: list[tuple[str, str]], status: str) -> Measured:
+            """The run of median CPU out of ``--rounds`` (the machine may be noisy); login
+            tokens are fresh in every run, as each works once."""
+            runs = [measure(wsgi, requests, status, args.threads)]
+            for _ in range(args.rounds - 1):
+                again = requests if status == "200" else logins(len(requests))
+                runs.append(measure(wsgi, again, status, args.threads))
+            return sorted(runs, key=lambda run: run.cpu)[len(runs) // 2]
+
+        per_request(app, logins(200), "302")  # warm-up: connections, caches
+        per_request(hello, [("/", "")] * 200, "200")
         svc = app.extensions["pps"]
         sessions = app.session_interface
         removals: list[tuple[str, Callable[[], Any]]] = [
@@ -62,28 +77,37 @@ def main() -> int:
             ("session save (no cookie: editor logins hand off)", _no_session_save(sessions)),
             ("user lookup (database)", lambda: setattr(svc.repository, "user_exists", _yes)),
         ]
-        baseline = cpu_per_request(hello, ["/"] * args.n, 200)
+        baseline = per_request(hello, [("/", "")] * args.n, "200")
         keys = {client.identifier: client.api_key for client in svc.repository.list_clients()}
         naive = naive_app(redis_url, keys)
-        drive(naive, auth_paths()[:200], 302)
-        naive_cpu = cpu_per_request(naive, auth_paths(), 302)
+        per_request(naive, logins(200), "302")
+        naive_row = per_request(naive, logins(), "302")
         rows = [
             ("hello-world", baseline),
-            ("/auth, everything", cpu_per_request(app, auth_paths(), 302)),
+            ("/auth, everything", per_request(app, logins(), "302")),
         ]
         for label, remove in removals:
             remove()
-            rows.append((f"  without {label}", cpu_per_request(app, auth_paths(), 302)))
-    print(f"CPU per request, in-process, {args.n} requests each\n")
-    print(f"{'row':44s} {'us':>8s} {'x hello':>8s} {'step costs':>11s}")
+            rows.append((f"  without {label}", per_request(app, logins(), "302")))
+    print(
+        f"CPU per request, in-process, {args.n} requests each, {args.threads} thread(s), "
+        f"median of {args.rounds} runs\n"
+    )
+    print(f"{'row':58s} {'us':>6s} {'x hello':>8s} {'step costs':>11s} {'switches':>9s}")
     previous = None
-    for label, value in rows:
-        step = "" if previous is None or label == rows[1][0] else f"{previous - value:9.0f} us"
-        print(f"{label:44s} {value:8.0f} {value / baseline:8.2f} {step:>11s}")
-        previous = value
-    print(f"\nleft over the baseline with all three steps removed: {rows[-1][1] - baseline:.0f} us")
-    ratio = naive_cpu / baseline
-    print(f"naive /auth (Flask + PyJWT + redis-py): {naive_cpu:.0f} us, {ratio:.2f} x hello")
+    for label, row in rows:
+        step = "" if previous is None or label == rows[1][0] else f"{previous - row.cpu:8.0f} us"
+        print(
+            f"{label:58s} {row.cpu:6.0f} {row.cpu / baseline.cpu:8.2f} {step:>11s}"
+            f" {row.switches:9.1f}"
+        )
+        previous = row.cpu
+    left = rows[-1][1].cpu - baseline.cpu
+    print(f"\nleft over the baseline with all three steps removed: {left:.0f} us")
+    print(
+        f"naive /auth (Flask + PyJWT + redis-py): {naive_row.cpu:.0f} us, "
+        f"{naive_row.cpu / baseline.cpu:.2f} x hello, {naive_row.switches:.1f} switches"
+    )
     return 0
 
 
