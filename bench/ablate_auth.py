@@ -36,18 +36,13 @@ from typing import Any
 import benchlib
 from naive import naive_app
 from profile_auth import build_pps, hello_app
-from wsgi_auth import Measured, WsgiApp, measure
+from wsgi_auth import Measured, WsgiApp, add_threads_option, measure
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=2000, help="requests per row (default 2000)")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="threads calling each app at once, as a gunicorn worker's (1; the deploy config: 4)",
-    )
+    add_threads_option(parser)
     parser.add_argument(
         "--rounds", type=int, default=3, help="runs of every row; the median counts (3)"
     )

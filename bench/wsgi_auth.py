@@ -122,6 +122,16 @@ def measure(
     )
 
 
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """``--threads``, for the scripts that call apps through :func:`measure`."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads calling each app at once, as a gunicorn worker's (1; the deploy config: 4)",
+    )
+
+
 class GcClock:
     """Wall time spent in the garbage collector, and its longest pause, from ``gc.callbacks``."""
 
@@ -144,12 +154,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--requests", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="threads calling each app at once, as a gunicorn worker's (1; the deploy config: 4)",
-    )
+    add_threads_option(parser)
     parser.add_argument(
         "--no-gc-freeze", action="store_true", help="leave the apps in the collector's sight"
     )
