@@ -54,17 +54,19 @@ def main() -> int:
         def logins(count: int = args.n) -> list[tuple[str, str]]:
             return [("/auth", "jwt=" + token) for token in tokens(count)]
 
-        def per_request(wsgi: WsgiApp, requests: list[tuple[str, str]], status: str) -> Measured:
-            """The run of median CPU out of ``--rounds`` (the machine may be noisy); login
-            tokens are fresh in every run, as each works once."""
-            runs = [measure(wsgi, requests, status, args.threads)]
-            for _ in range(args.rounds - 1):
-                again = requests if status == "200" else logins(len(requests))
-                runs.append(measure(wsgi, again, status, args.threads))
+        def hellos(count: int = args.n) -> list[tuple[str, str]]:
+            return [("/", "")] * count
+
+        def per_request(
+            wsgi: WsgiApp, requests: Callable[[], list[tuple[str, str]]], status: str
+        ) -> Measured:
+            """The run of median CPU out of ``--rounds`` (the machine may be noisy), each on
+            fresh ``requests()``: a login token works once."""
+            runs = [measure(wsgi, requests(), status, args.threads) for _ in range(args.rounds)]
             return sorted(runs, key=lambda run: run.cpu)[len(runs) // 2]
 
-        per_request(app, logins(200), "302")  # warm-up: connections, caches
-        per_request(hello, [("/", "")] * 200, "200")
+        measure(app, logins(200), "302", args.threads)  # warm-up: connections, caches
+        measure(hello, hellos(200), "200", args.threads)
         svc = app.extensions["pps"]
         sessions = app.session_interface
         removals: list[tuple[str, Callable[[], Any]]] = [
@@ -72,18 +74,18 @@ def main() -> int:
             ("session save (no cookie: editor logins hand off)", _no_session_save(sessions)),
             ("user lookup (database)", lambda: setattr(svc.repository, "user_exists", _yes)),
         ]
-        baseline = per_request(hello, [("/", "")] * args.n, "200")
+        baseline = per_request(hello, hellos, "200")
         keys = {client.identifier: client.api_key for client in svc.repository.list_clients()}
         naive = naive_app(redis_url, keys)
-        per_request(naive, logins(200), "302")
-        naive_row = per_request(naive, logins(), "302")
+        measure(naive, logins(200), "302", args.threads)
+        naive_row = per_request(naive, logins, "302")
         rows = [
             ("hello-world", baseline),
-            ("/auth, everything", per_request(app, logins(), "302")),
+            ("/auth, everything", per_request(app, logins, "302")),
         ]
         for label, remove in removals:
             remove()
-            rows.append((f"  without {label}", per_request(app, logins(), "302")))
+            rows.append((f"  without {label}", per_request(app, logins, "302")))
     print(
         f"CPU per request, in-process, {args.n} requests each, {args.threads} thread(s), "
         f"median of {args.rounds} runs\n"
