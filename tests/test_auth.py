@@ -25,6 +25,7 @@ from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
 from werkzeug.http import parse_date
 
+from pps.auth.login import SESSION_LIFETIME
 from pps.platform.ephemeral import nonce_key
 from pps.platform.models import Client, User
 from pps.platform.repository.sql import SqlRepository
@@ -242,6 +243,31 @@ def test_login_renews_the_session(client: FlaskClient, tenant: Client, user: Use
         assert sess["user"] == user.identifier
         assert sess["client"] == tenant.identifier
         assert isinstance(sess["login_at"], int)
+
+
+def test_a_login_ends_after_its_lifetime_however_busy_the_session(
+    app: Flask, tenant: Client, user: User, draft_hash: str
+) -> None:
+    """Every answer signs the cookie afresh, so only the login's own time can end it."""
+    browser = app.test_client()
+    token = login_token(tenant, user, redirect=f"/editor/{draft_hash}/edit")
+    complete_login(browser, browser.get("/auth", query_string={"jwt": token}))
+    editor = f"/editor/{draft_hash}/edit"
+    lifetime = SESSION_LIFETIME.total_seconds()
+
+    with browser.session_transaction("/editor/") as sess:
+        sess["login_at"] = int(time.time() - lifetime + 60)
+    assert browser.get(editor).status_code == 200
+
+    with browser.session_transaction("/editor/") as sess:
+        sess["login_at"] = int(time.time() - lifetime - 60)
+    refused = browser.get(editor)
+    assert refused.status_code == 401 and refused.mimetype == "text/html"
+    assert "pps_session=" in set_cookie(refused)  # signed afresh, and still refused
+
+    with browser.session_transaction("/editor/") as sess:
+        del sess["login_at"]
+    assert browser.get(editor).status_code == 401
 
 
 # -- one use only ------------------------------------------------------------------------

@@ -30,10 +30,12 @@ __all__ = [
     "SESSION_USER",
     "Login",
     "log_in",
+    "login_current",
 ]
 
-#: How long a login lasts. The session cookie is signed with a timestamp and older cookies
-#: are refused by the server, so this is enforced by the server, not only by the cookie.
+#: How long a login lasts, counted from the login itself (:func:`login_current`). The
+#: session cookie is also signed with a timestamp and older cookies are refused by the
+#: server, so this is enforced by the server, not only by the cookie.
 SESSION_LIFETIME = timedelta(hours=8)
 
 SESSION_CLIENT = "client"
@@ -69,6 +71,21 @@ class Login:
             SESSION_LOGIN_AT: self.at,
             SESSION_EDITOR: self.editor,
         }
+
+
+def login_current(login_at: object, *, now: float) -> bool:
+    """Whether a session whose login was at ``login_at`` (:data:`SESSION_LOGIN_AT`) still
+    stands for that login: for :data:`SESSION_LIFETIME` after it.
+
+    The cookie's own signed timestamp does not bound a login: Flask signs a permanent
+    session's cookie again at every answer (``SESSION_REFRESH_EACH_REQUEST``), so that
+    timestamp only measures how long the browser was idle, and an editor kept busy (or a
+    copied cookie sent now and then) would stay logged in for good. Every login writes
+    ``login_at``; a session without a number there is no login's.
+    """
+    if isinstance(login_at, bool) or not isinstance(login_at, int | float):
+        return False
+    return now - login_at <= SESSION_LIFETIME.total_seconds()
 
 
 def log_in(svc: Services, raw: str, *, request_path: str) -> Login:

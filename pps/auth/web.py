@@ -7,6 +7,7 @@ redirect (or the landing page). The session interface (:mod:`pps.web.session`) g
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from flask import Response, render_template, request, session
@@ -17,9 +18,11 @@ from pps.auth.login import (
     SESSION_CLIENT,
     SESSION_EDITOR,
     SESSION_LIFETIME,
+    SESSION_LOGIN_AT,
     SESSION_USER,
     Login,
     log_in,
+    login_current,
 )
 from pps.auth.way_back import from_redirect
 from pps.platform.errors import MethodNotAllowed, Unauthorized
@@ -103,9 +106,13 @@ def exchange_handoff() -> Response | None:
 
 
 def logged_in_as() -> tuple[str, str] | None:
-    """(client, user) of the current session, or None."""
+    """(client, user) of the current session, or None; also None once the login is older
+    than ``SESSION_LIFETIME``, however recently the session was used (see
+    :func:`~pps.auth.login.login_current`)."""
     client = session.get(SESSION_CLIENT)
     user = session.get(SESSION_USER)
-    if isinstance(client, str) and isinstance(user, str):
-        return client, user
-    return None
+    if not (isinstance(client, str) and isinstance(user, str)):
+        return None
+    if not login_current(session.get(SESSION_LOGIN_AT), now=time.time()):
+        return None
+    return client, user
