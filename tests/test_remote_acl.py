@@ -307,3 +307,32 @@ def test_a_group_member_is_asked_about_as_themself(
         ]
     finally:
         shop.close()
+
+
+def test_a_post_without_its_csrf_token_never_asks_the_shop(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    """A cross-site form post is refused by its missing token before pps asks the shop
+    anything in the customer's name."""
+    services, client, draft = setup
+    shop = Shop(allow=set(ACTIONS))
+    try:
+        services.integrations.set_acl_url(client.identifier, shop.url)
+        browser = acl_app.test_client()
+        log_in(browser, client, draft)
+        assert browser.get(f"/editor/{draft.draft_hash}/edit").status_code == 200
+        shop.questions.clear()
+        for step in ("edit", "finish", "upload"):
+            refused = browser.post(
+                f"/editor/{draft.draft_hash}/{step}", data={"v:name": "Mallory", "upload": "x"}
+            )
+            assert refused.status_code == 400, (step, refused.get_data(as_text=True))
+            forged = browser.post(
+                f"/editor/{draft.draft_hash}/{step}",
+                data={"csrf_token": "x" * 43, "v:name": "Mallory", "upload": "x"},
+            )
+            assert forged.status_code == 403, step
+        assert shop.questions == []
+        assert services.repository.get_draft(client.identifier, draft.draft_hash).values == {}
+    finally:
+        shop.close()

@@ -60,8 +60,8 @@ def editor_media(draft: Draft, fields: list[FieldView], t: Translator) -> MediaV
 def editor_upload(draft_hash: str) -> Response:
     allow_upload_body()  # before the body is read: uploads may exceed the form limit
     ctx = editor._load(draft_hash)
-    acl.guard(services(), ctx.draft, acl.SAVE, ctx.user)
     editor._check_form()  # at most MAX_FORM_FIELDS fields, then the CSRF token
+    acl.guard(services(), ctx.draft, acl.SAVE, ctx.user)  # after the token, as a save
     if ctx.draft.locked:
         raise editor.DraftLocked()
     key = request.form.get("upload", "")

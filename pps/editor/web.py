@@ -483,8 +483,10 @@ def _save_form(
     older version of the draft, and the proof again with ``422`` when finishing needs the
     proof approved and it was not."""
     ctx = _load(draft_hash)
-    acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE, ctx.user)
+    # The form's own checks first: a cross-site post without the token never reaches the
+    # shop's access control (a request to the shop, in the customer's name).
     _check_form()
+    acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE, ctx.user)
     if ctx.draft.locked:
         raise DraftLocked()
     try:
