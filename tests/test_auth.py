@@ -739,6 +739,25 @@ def test_head_does_not_use_up_a_handoff_code(
     assert app.test_client().get(location).status_code == 303
 
 
+@pytest.mark.parametrize(
+    "path", ["/editor/%0d%0aX:%20y/edit", "/editor/%E2%80%A8", "/editor/%C3%BC%25/preview"]
+)
+def test_a_handoff_on_any_editor_path_answers_a_quoted_location(
+    app: Flask, tenant: Client, user: User, draft_hash: str, path: str
+) -> None:
+    """The 303 names the path as the router quotes it, never the decoded one: a line break
+    in a header would be a 500 (with the code already used)."""
+    found = HANDOFF.search(shop_calls_auth(app, tenant, user, draft_hash))
+    assert found is not None
+    code = found.group(1)
+    browser = app.test_client()
+    response = browser.get(f"{path}?handoff={code}&locale=de")
+    assert response.status_code == 303, response.get_data(as_text=True)
+    location = response.headers["Location"]
+    assert location == path.replace("%0d%0a", "%0D%0A") + "?locale=de"
+    assert browser.get(location).status_code == 404  # no such design, for the logged-in user
+
+
 @pytest.mark.parametrize("code", ["", "short", "A" * 43, "A" * 42 + "!", "Ü" * 43])
 def test_made_up_handoff_codes_are_refused(client: FlaskClient, draft_hash: str, code: str) -> None:
     response = client.get(f"/editor/{draft_hash}/edit", query_string={"handoff": code})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import Response, render_template, request, session
+from flask import Response, render_template, request, session, url_for
 
 from pps.auth.access import TokenRejected
 from pps.auth.handoff import HANDOFF_PARAM, take_handoff
@@ -100,7 +100,11 @@ def exchange_handoff() -> Response | None:
     # The rest of the query exactly as it came (the shop's encoded callbacks included).
     query = request.query_string.decode("ascii", "replace")
     rest = "&".join(part for part in query.split("&") if not part.startswith(f"{HANDOFF_PARAM}="))
-    location = request.path + (f"?{rest}" if rest else "")
+    # The path built again by the router, quoted: request.path is decoded, and a draft hash
+    # sent as "%0d%0a" would put a line break into the header (a 500 after the code is used).
+    endpoint, view_args = request.endpoint, request.view_args
+    assert endpoint is not None and view_args is not None  # called by the editor's views
+    location = url_for(endpoint, **view_args) + (f"?{rest}" if rest else "")
     # The URL carried the code: the same headers as a login's redirect.
     return bodiless_redirect(location, status=303, headers=TOKEN_URL_HEADERS)
 
