@@ -758,6 +758,21 @@ def _no_constants(name: str) -> Any:
     raise AssertionError(f"{name} in a JSON answer")
 
 
+def test_rows_for_a_template_that_cannot_be_rendered_are_422(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str]
+) -> None:
+    """``PUT .../variable-data`` checks rows against the template, as ``POST`` does: one
+    that cannot be rendered (a row without a file, a draft whose variant a new import of the
+    template dropped) is a 422 naming ``template``, not a 500."""
+    before = snapshot(repo)
+    path = url("/api-ext/draft/{draft}/variable-data", world)
+    for rows in ([{"Name": "Ada"}], []):
+        response = api.put(path, json={"data": rows})
+        body = assert_error(response, 422, "template")
+        assert "cannot be rendered" in body["message"], body
+    assert snapshot(repo) == before
+
+
 @pytest.mark.parametrize(
     "query",
     [

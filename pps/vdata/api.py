@@ -237,6 +237,8 @@ def replace_rows(data: dict[str, Any], draft_hash: str) -> Response:
         raise ValidationFailed(str(exc), errors={exc.field: [str(exc)]}) from None
     except RowsRefused as exc:
         raise ValidationFailed(str(exc), errors=exc.errors) from None
+    except TemplateNotRenderable as exc:  # rows are checked against it, as in POST
+        raise ValidationFailed(str(exc), errors={"template": [str(exc)]}) from None
     if not done:
         message = "data names a row index the draft does not have; send a list to replace rows."
         raise ValidationFailed(message, errors={"data": [message]})
