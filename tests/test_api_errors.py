@@ -24,6 +24,7 @@ from api_support import (
 )
 from conftest import ApiClient
 from flask import Flask
+from vdata_support import card_draft, card_template
 
 from pps.platform.models import Client
 from pps.platform.repository.integrations import SqlIntegrationStore
@@ -771,6 +772,32 @@ def test_rows_for_a_template_that_cannot_be_rendered_are_422(
         body = assert_error(response, 422, "template")
         assert "cannot be rendered" in body["message"], body
     assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize("index", ["99999999999999999999", "1" * 5000, "\u00b2", "\u0660"])
+def test_variable_data_row_indexes_no_row_can_have_are_422(
+    api: ApiClient, repo: SqlRepository, tenant: Client, index: str
+) -> None:
+    """A row index past any 64-bit integer, longer than ``int`` reads, or made of digits
+    that are not ASCII (``"²".isdigit()``; ``int("\\u0660")`` is 0) names no row: 422, and the
+    rows stay as they were."""
+    draft = card_draft(repo, tenant, card_template(repo, tenant))
+    path = f"/api-ext/draft/{draft.draft_hash}/variable-data"
+    assert api.put(path, json={"data": [{"name": "Ada"}]}).status_code == 204
+    raw = f'{{"data": {{"{index}": {{"name": "Eve"}}}}}}'.encode()
+    response = api.put(path, data=raw, content_type="application/json")
+    assert_error(response, 422, "data")
+    assert api.get(path).get_json()["data"] == [{"name": "Ada"}]
+
+
+@pytest.mark.parametrize("offset", ["9223372036854775808", "99999999999999999999"])
+def test_variable_data_offset_past_any_row_is_422(
+    api: ApiClient, world: dict[str, str], offset: str
+) -> None:
+    response = api.get(
+        url("/api-ext/draft/{draft}/variable-data", world), query_string={"offset": offset}
+    )
+    assert_error(response, 422, "offset")
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from pps.uploads.kinds import UnknownKind, sniff
 from pps.uploads.store import UploadRefused, read_upload
 from pps.uploads.web_body import json_or_form_body, request_body, uploaded_part
 from pps.vdata.page_info import UNITS, USAGES, page_info
-from pps.vdata.service import RowsRefused, import_table, put_rows
+from pps.vdata.service import MAX_ROW_INDEX, RowsRefused, import_table, put_rows
 from pps.vdata.tabular import TableError
 from pps.webhooks.events import DRAFT_UPDATED, draft_payload, emit
 
@@ -57,8 +57,10 @@ class RowsArgs(Schema):
     )
     offset = fields.Integer(
         load_default=0,
-        validate=validate.Range(min=0),
-        metadata={"description": "Rows to skip, counted from 0 (default 0)."},
+        validate=validate.Range(min=0, max=MAX_ROW_INDEX),
+        metadata={
+            "description": f"Rows to skip, counted from 0 (default 0), at most {MAX_ROW_INDEX}."
+        },
     )
 
 

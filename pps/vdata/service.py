@@ -15,7 +15,12 @@ from pps.platform.services import Services
 from pps.vdata.rows import RowProblems, check_rows, rows_from_table, text_values
 from pps.vdata.tabular import ColumnMapping, TableError, read_table, resolve_mapping
 
-__all__ = ["RowsRefused", "copy_rows", "import_table", "put_rows"]
+__all__ = ["MAX_ROW_INDEX", "RowsRefused", "copy_rows", "import_table", "put_rows"]
+
+#: The largest row index (``PUT``) or offset (``GET``) a client may name. No draft has that
+#: many rows (``PPS_MAX_VARIABLE_ROWS``); a larger number would overflow the databases'
+#: 64-bit integers in the query instead of naming no row.
+MAX_ROW_INDEX = 2**31 - 1
 
 
 class RowsRefused(ValueError):
@@ -68,6 +73,16 @@ def import_table(
     return len(rows)
 
 
+def _row_index(key: str) -> int:
+    """The row a key of ``data`` names; TableError unless it is ASCII digits (``isdigit`` is
+    true of "²", which ``int`` refuses). A number past MAX_ROW_INDEX names no row, and
+    reading it whole would hit ``int``'s limit of 4300 digits."""
+    if not (key.isascii() and key.isdigit()):
+        raise TableError(f"data: {key!r} is not a row index (0, 1, ...).", "data")
+    digits = key.lstrip("0")
+    return int(digits or "0") if len(digits) <= len(str(MAX_ROW_INDEX)) else MAX_ROW_INDEX + 1
+
+
 def put_rows(
     svc: Services, draft: Draft, template: Template, data: Sequence[Any] | Mapping[str, Any]
 ) -> bool:
@@ -81,8 +96,7 @@ def put_rows(
     else:
         items = [(str(index), row) for index, row in enumerate(data)]
     for key, row in items:
-        if not key.isdigit():
-            raise TableError(f"data: {key!r} is not a row index (0, 1, ...).", "data")
+        index = _row_index(key)
         if not isinstance(row, dict):
             raise TableError(f"data.{key}: a row is an object of DataKey to value.", "data")
         values, refused = text_values(row)
@@ -90,7 +104,7 @@ def put_rows(
             raise TableError(
                 f"data.{key}: {', '.join(map(repr, refused))} must be text or a number.", "data"
             )
-        changes[int(key)] = values
+        changes[index] = values
     if len(changes) > svc.settings.max_variable_rows:
         raise TableError(f"data: at most {svc.settings.max_variable_rows} rows.", "data")
     if isinstance(data, list):
@@ -99,6 +113,8 @@ def put_rows(
         svc.variable_data.replace(draft.client_identifier, draft.draft_hash, rows)
         return True
     for index, values in sorted(changes.items()):
+        if index > MAX_ROW_INDEX:  # no such row, and the query could not hold the index
+            return False
         stored = svc.variable_data.row(draft.draft_hash, index)
         if stored is None:
             return False
