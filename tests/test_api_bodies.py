@@ -107,6 +107,82 @@ def test_lone_surrogates_in_form_fields_are_4xx_and_write_nothing(
     assert snapshot(repo) == before
 
 
+#: The endpoints whose multipart body is read as form fields; the file uploads read theirs
+#: as a file (test_uploads.py, test_variable_data.py).
+MULTIPART_FIELDS = [
+    e
+    for e in TEXT_BODIES
+    if e not in (("POST", "/api-ext/file"), ("POST", "/api-ext/draft/{draft}/variable-data"))
+]
+
+
+def _part(name: bytes, value: bytes) -> bytes:
+    return b'--b\r\nContent-Disposition: form-data; name="' + name + b'"\r\n\r\n' + value + b"\r\n"
+
+
+def _multipart(valid: dict[str, Any] | None, bad: bytes) -> bytes:
+    """The endpoint's valid body as multipart fields (lists as PHP's ``name[]``), then the
+    ``bad`` part."""
+    parts = [
+        _part(f"{key}[]".encode(), str(item).encode())
+        if isinstance(value, list)
+        else _part(key.encode(), str(value).encode())
+        for key, value in (valid or {}).items()
+        for item in (value if isinstance(value, list) else [value])
+    ]
+    return b"".join(parts) + bad + b"--b--\r\n"
+
+
+@pytest.mark.parametrize("endpoint", MULTIPART_FIELDS, ids=endpoint_id)
+def test_multipart_fields_that_are_not_utf8_are_400_and_write_nothing(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
+) -> None:
+    """Werkzeug's form parser would read such a field with replacement characters, or drop
+    the whole form when a part's name is not UTF-8; either stores what was not sent."""
+    method, path = endpoint
+    before = snapshot(repo)
+    bad_parts = [
+        _part(b"firstName", b"\xed\xa0\x80"),  # a lone surrogate, UTF-8 encoded
+        _part(b"customAttributes[k]", b"\xff\xfe"),
+        _part(b"customAttributes[\xed\xa0\x80]", b"x"),  # in a part's name
+        _part(b"firstName", b"\xc3\x28"),
+    ]
+    for bad in bad_parts:
+        response = api.request(
+            method,
+            url(path, world),
+            data=_multipart(valid_body(method, path, world), bad),
+            content_type="multipart/form-data; boundary=b",
+        )
+        body = assert_error(response, 400)
+        assert "UTF-8" in body["message"], body
+    assert snapshot(repo) == before
+
+
+def test_multipart_without_a_usable_boundary_is_400(api: ApiClient, repo: SqlRepository) -> None:
+    before = snapshot(repo)
+    body = _multipart({"firstName": "Eve"}, b"")
+    for content_type in (
+        "multipart/form-data",
+        'multipart/form-data; boundary=""',
+        "multipart/form-data; boundary*=utf-8''%E2%9C%93",  # RFC 2231, not Latin-1
+    ):
+        assert_error(api.post("/api-ext/user", data=body, content_type=content_type), 400)
+    assert snapshot(repo) == before
+
+
+def test_multipart_fields_in_utf8_are_read(api: ApiClient) -> None:
+    response = api.post(
+        "/api-ext/user",
+        data=_multipart({"firstName": "Zo\u00eb \u2713"}, _part(b"customAttributes[k]", b"v")),
+        content_type="multipart/form-data; boundary=b",
+    )
+    assert response.status_code == 201, response.get_data()
+    user = response.get_json()["data"]
+    assert user["profile"]["firstName"] == "Zo\u00eb \u2713"
+    assert user["customAttributes"] == {"k": "v"}
+
+
 def test_upload_takes_no_json_or_form_body(
     api: ApiClient, repo: SqlRepository, tenant: Client, world: dict[str, str]
 ) -> None:

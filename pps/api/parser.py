@@ -18,6 +18,8 @@ from urllib.parse import parse_qsl
 import flask
 import marshmallow as ma
 from webargs.flaskparser import FlaskParser
+from werkzeug.http import parse_options_header
+from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
 
 from pps.platform import strict_json
 from pps.platform.errors import BadRequest, UnsupportedMediaType, ValidationFailed
@@ -106,6 +108,52 @@ def urlencoded_pairs(raw: bytes) -> list[tuple[str, list[str]]]:
     return list(grouped.items())
 
 
+#: The charsets a multipart text part may declare, as Werkzeug honours them; UTF-8 otherwise.
+_PART_CHARSETS = frozenset({"ascii", "us-ascii", "utf-8", "iso-8859-1"})
+_MULTIPART_REFUSED = (
+    "The multipart body is malformed, or a part is not valid UTF-8 "
+    "(a lone UTF-16 surrogate cannot be encoded either)."
+)
+
+
+def multipart_pairs(
+    raw: bytes, boundary: str, max_parts: int | None
+) -> list[tuple[str, list[str]]]:
+    """The text fields of a ``multipart/form-data`` body, strictly decoded; file parts are
+    not body fields and are skipped.
+
+    Werkzeug's form parser decodes a field that is not UTF-8 with replacement characters,
+    and drops the whole form without a word when the body is malformed or a part's headers
+    are not UTF-8; either would store something the client did not send. Its sansio
+    decoder with strict decoding refuses both, so the client hears of it (400).
+    """
+    grouped: dict[str, list[str]] = {}
+    part: Field | None = None
+    chunks: list[bytes] = []
+    try:
+        # A boundary declared RFC 2231-style (boundary*=utf-8''...) may not be Latin-1.
+        decoder = MultipartDecoder(boundary.encode("latin-1"), max_parts=max_parts)
+        decoder.receive_data(raw)
+        decoder.receive_data(None)
+        event = decoder.next_event()
+        while not isinstance(event, Epilogue | NeedData):
+            if isinstance(event, Field | File):
+                part = event if isinstance(event, Field) else None
+                chunks = []
+            elif isinstance(event, Data) and part is not None:
+                chunks.append(event.data)
+                if not event.more_data:
+                    charset = parse_options_header(part.headers.get("content-type"))[1].get(
+                        "charset", ""
+                    )
+                    encoding = charset.lower() if charset.lower() in _PART_CHARSETS else "utf-8"
+                    grouped.setdefault(part.name, []).append(b"".join(chunks).decode(encoding))
+            event = decoder.next_event()
+    except ValueError:  # UnicodeDecodeError included
+        raise BadRequest(_MULTIPART_REFUSED) from None
+    return list(grouped.items())
+
+
 def _text_problem(text: str) -> str | None:
     if "\x00" in text:
         return "must not contain NUL characters."
@@ -190,8 +238,10 @@ class PpsParser(FlaskParser):
         if mimetype == "application/x-www-form-urlencoded":
             data = self._lists_where_wanted(php_form(urlencoded_pairs(raw)), schema)
         elif mimetype == "multipart/form-data":
-            form = req.form
-            pairs = [(key, form.getlist(key)) for key in form]
+            boundary = req.mimetype_params.get("boundary")
+            if not boundary:
+                raise BadRequest("A multipart/form-data body needs a boundary parameter.")
+            pairs = multipart_pairs(raw, boundary, req.max_form_parts)
             data = self._lists_where_wanted(php_form(pairs), schema)
         elif mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
             raise UnsupportedMediaType()
