@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -113,6 +114,25 @@ def log_in(browser: FlaskClient, client: Client, draft: Draft) -> None:
     assert response.status_code in (200, 302), response.get_data(as_text=True)
 
 
+def logged_in(app: Flask, client: Client, draft: Draft) -> FlaskClient:
+    """A browser logged in as the draft's user."""
+    browser = app.test_client()
+    log_in(browser, client, draft)
+    return browser
+
+
+@contextmanager
+def shop_for(services: Any, client: Client, allow: set[str], delay: float = 0.0) -> Iterator[Shop]:
+    """A shop answering pps's access questions, named as the client's ACL URL until the end
+    of the block."""
+    shop = Shop(allow=allow, delay=delay)
+    try:
+        services.integrations.set_acl_url(client.identifier, shop.url)
+        yield shop
+    finally:
+        shop.close()
+
+
 def fetch_print(browser: FlaskClient, client: Client, draft: Draft) -> Any:
     """As the Magento module asks for files: client, iat, exp."""
     now = int(time.time())
@@ -149,11 +169,8 @@ def test_the_question_has_the_sdk_handlers_shape() -> None:
 
 def test_allowed_actions_proceed(setup: tuple[Any, Client, Draft], acl_app: Flask) -> None:
     services, client, draft = setup
-    shop = Shop(allow=set(ACTIONS))
-    try:
-        services.integrations.set_acl_url(client.identifier, shop.url)
-        browser = acl_app.test_client()
-        log_in(browser, client, draft)
+    with shop_for(services, client, allow=set(ACTIONS)) as shop:
+        browser = logged_in(acl_app, client, draft)
         page = browser.get(f"/editor/{draft.draft_hash}/edit")
         assert page.status_code == 200
         token = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
@@ -182,19 +199,14 @@ def test_allowed_actions_proceed(setup: tuple[Any, Client, Draft], acl_app: Flas
         assert (
             services.repository.get_draft(client.identifier, draft.draft_hash).state == "finished"
         )
-    finally:
-        shop.close()
 
 
 def test_denied_actions_are_403_and_change_nothing(
     setup: tuple[Any, Client, Draft], acl_app: Flask
 ) -> None:
     services, client, draft = setup
-    shop = Shop(allow={"draft.editor.open"})
-    try:
-        services.integrations.set_acl_url(client.identifier, shop.url)
-        browser = acl_app.test_client()
-        log_in(browser, client, draft)
+    with shop_for(services, client, allow={"draft.editor.open"}) as shop:
+        browser = logged_in(acl_app, client, draft)
         page = browser.get(f"/editor/{draft.draft_hash}/edit")
         assert page.status_code == 200
         token = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
@@ -214,8 +226,6 @@ def test_denied_actions_are_403_and_change_nothing(
         shop.allow = set()
         opened = browser.get(f"/editor/{draft.draft_hash}/preview")
         assert opened.status_code == 403 and opened.mimetype == "text/html"
-    finally:
-        shop.close()
 
 
 def test_a_shop_that_is_down_denies(setup: tuple[Any, Client, Draft], acl_app: Flask) -> None:
@@ -224,8 +234,7 @@ def test_a_shop_that_is_down_denies(setup: tuple[Any, Client, Draft], acl_app: F
     response = fetch_print(acl_app.test_client(), client, draft)
     assert response.status_code == 403
     assert "did not answer" in response.get_json()["message"]
-    browser = acl_app.test_client()
-    log_in(browser, client, draft)
+    browser = logged_in(acl_app, client, draft)
     page = browser.get(f"/editor/{draft.draft_hash}/edit")
     assert page.status_code == 403 and "did not answer" in page.get_data(as_text=True)
 
@@ -234,17 +243,13 @@ def test_a_slow_shop_denies_within_the_deadline(
     setup: tuple[Any, Client, Draft], acl_app: Flask
 ) -> None:
     services, client, draft = setup
-    shop = Shop(allow=set(ACTIONS), delay=3.0)
-    try:
-        services.integrations.set_acl_url(client.identifier, shop.url)
+    with shop_for(services, client, allow=set(ACTIONS), delay=3.0):
         started = time.monotonic()
         response = fetch_print(acl_app.test_client(), client, draft)
         elapsed = time.monotonic() - started
         assert response.status_code == 403
         assert "did not answer" in response.get_json()["message"]
         assert elapsed < ACL_TIMEOUT + 1.0, elapsed
-    finally:
-        shop.close()
 
 
 def test_no_acl_url_denies_and_drafts_without_the_flag_are_not_asked(
@@ -260,13 +265,9 @@ def test_no_acl_url_denies_and_drafts_without_the_flag_are_not_asked(
         services.repository.get_template(client.identifier, draft.template_identifier),
         "B",
     )
-    shop = Shop(allow=set())
-    try:
-        services.integrations.set_acl_url(client.identifier, shop.url)
+    with shop_for(services, client, allow=set()) as shop:
         assert fetch_print(acl_app.test_client(), client, plain).status_code == 302
         assert shop.questions == []
-    finally:
-        shop.close()
 
 
 def test_a_group_member_is_asked_about_as_themself(
@@ -282,9 +283,7 @@ def test_a_group_member_is_asked_about_as_themself(
     )
     member = repository.create_user(client.identifier, {"user_group_identifier": group.identifier})
     assert member.user_group_identifier == group.identifier
-    shop = Shop(allow={"draft.editor.open"})
-    try:
-        services.integrations.set_acl_url(client.identifier, shop.url)
+    with shop_for(services, client, allow={"draft.editor.open"}) as shop:
         browser = acl_app.test_client()
         claims = {"client": client.identifier, "user": member.identifier, "iat": time.time()}
         response = browser.get("/auth", query_string={"jwt": sign(client.api_key, claims, True)})
@@ -305,8 +304,6 @@ def test_a_group_member_is_asked_about_as_themself(
             ("draft.editor.open", member.identifier),
             ("draft.save", member.identifier),
         ]
-    finally:
-        shop.close()
 
 
 def test_a_post_without_its_csrf_token_never_asks_the_shop(
@@ -315,11 +312,8 @@ def test_a_post_without_its_csrf_token_never_asks_the_shop(
     """A cross-site form post is refused by its missing token before pps asks the shop
     anything in the customer's name."""
     services, client, draft = setup
-    shop = Shop(allow=set(ACTIONS))
-    try:
-        services.integrations.set_acl_url(client.identifier, shop.url)
-        browser = acl_app.test_client()
-        log_in(browser, client, draft)
+    with shop_for(services, client, allow=set(ACTIONS)) as shop:
+        browser = logged_in(acl_app, client, draft)
         assert browser.get(f"/editor/{draft.draft_hash}/edit").status_code == 200
         shop.questions.clear()
         for step in ("edit", "finish", "upload"):
@@ -334,5 +328,3 @@ def test_a_post_without_its_csrf_token_never_asks_the_shop(
             assert forged.status_code == 403, step
         assert shop.questions == []
         assert services.repository.get_draft(client.identifier, draft.draft_hash).values == {}
-    finally:
-        shop.close()
