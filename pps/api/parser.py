@@ -143,10 +143,9 @@ def multipart_pairs(
             elif isinstance(event, Data) and part is not None:
                 chunks.append(event.data)
                 if not event.more_data:
-                    charset = parse_options_header(part.headers.get("content-type"))[1].get(
-                        "charset", ""
-                    )
-                    encoding = charset.lower() if charset.lower() in _PART_CHARSETS else "utf-8"
+                    declared = parse_options_header(part.headers.get("content-type"))[1]
+                    charset = declared.get("charset", "").lower()
+                    encoding = charset if charset in _PART_CHARSETS else "utf-8"
                     grouped.setdefault(part.name, []).append(b"".join(chunks).decode(encoding))
             event = decoder.next_event()
     except ValueError:  # UnicodeDecodeError included
