@@ -468,34 +468,143 @@ def test_redis_error_reply_is_raised_and_the_store_stays_in_step(redis_url: str)
     store.close()
 
 
-def test_a_connection_that_redis_closed_is_replaced(redis_url: str) -> None:
-    store = RedisStore(redis_url, prefix=unique("kill") + ":")
-    store.put_link("a", "1", 60)
-    own_name = unique("conn")
-    store.client.client_setname(own_name)  # one thread: the pool's one connection
-    killer = redis.Redis.from_url(redis_url)
-    ids = [c["id"] for c in killer.client_list() if c.get("name") == own_name]
-    assert ids, "the store's connection is not among Redis's clients"
-    killer.client_kill_filter(_id=ids[0])
-    killer.close()
-    assert store.get_link("a") == "1"  # on a new connection
-    assert store.claim(unique("after-kill"), 60) is True
-    store.close()
-
-
-def test_a_hung_redis_fails_a_call_within_the_one_timeout(tmp_path: Path) -> None:
-    """SIGSTOP: connections are accepted by the kernel, nothing answers. Two waits of half
-    the timeout each, no nested retries of connects or health checks."""
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A redis-server of this test alone: its clients can be counted, killed and stopped."""
     port = free_port()
     server = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
     )
-    store = RedisStore(f"redis://127.0.0.1:{port}/0", timeout=1.0)
     try:
         wait_for_port(port)
-        store.put_link("warm", "1", 60)  # a pooled connection to go silent under it
+        yield f"redis://127.0.0.1:{port}/0", server
+    finally:
+        server.send_signal(signal.SIGCONT)
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def connections_made(observer: redis.Redis) -> int:
+    """Connections the server has accepted so far (the observer's own included)."""
+    return int(observer.info("stats")["total_connections_received"])
+
+
+def test_a_connection_that_redis_closed_is_replaced(
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    url, _ = own_redis
+    store = RedisStore(url)
+    store.put_link("a", "1", 60)  # this thread now holds a connection
+    store.client.ping()  # and the pool has an idle one
+    killer = redis.Redis.from_url(url)
+    assert killer.client_kill_filter(_type="normal", skipme=True) >= 1
+    killer.close()
+    assert store.get_link("a") == "1"  # on a new connection
+    assert store.claim(unique("after-kill"), 60) is True
+    assert store.ping() is True
+    store.close()
+
+
+def test_each_thread_keeps_its_own_connection_between_calls(
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """Four live threads calling one after the other: four connections, each made once,
+    however many calls (a pool would hand the one idle connection from thread to thread)."""
+    url, _ = own_redis
+    observer = redis.Redis.from_url(url)
+    store = RedisStore(url)
+    before = connections_made(observer)
+    turns = [threading.Event() for _ in range(5)]
+    done = threading.Event()
+    failures: list[BaseException] = []
+
+    def caller(index: int) -> None:
+        try:
+            turns[index].wait(10)
+            for n in range(25):
+                assert store.claim(unique(f"t{index}-{n}"), 60) is True
+                store.put_link(f"t{index}", str(n), 60)
+                assert store.get_link(f"t{index}") == str(n)
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+        finally:
+            turns[index + 1].set()
+            done.wait(10)  # alive, with its connection, until every thread had its turn
+
+    threads = [threading.Thread(target=caller, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    turns[0].set()
+    assert turns[4].wait(20)
+    made = connections_made(observer) - before
+    done.set()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    assert made == 4
+    store.close()
+    observer.close()
+
+
+def test_closing_the_store_disconnects_the_held_connections(
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    url, _ = own_redis
+    observer = redis.Redis.from_url(url)
+    store = RedisStore(url)
+    store.put_link("a", "1", 60)
+    assert int(observer.info("clients")["connected_clients"]) == 2  # the store's, ours
+    store.close()
+    deadline = time.monotonic() + 5
+    while int(observer.info("clients")["connected_clients"]) > 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert int(observer.info("clients")["connected_clients"]) == 1
+    assert store.get_link("a") == "1"  # later calls connect again
+    store.close()
+    observer.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_never_shares_the_parents_connection(
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """gunicorn may build the app in the master and fork workers from it: the child gets a
+    connection of its own, so parent and child, both busy, each read their own replies."""
+    url, _ = own_redis
+    store = RedisStore(url)
+    store.put_link("parent", "p", 60)
+    store.put_link("child", "c", 60)
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit code only
+        code = 1
+        try:
+            ok = all(
+                store.get_link("child") == "c" and store.claim(unique("child"), 60)
+                for _ in range(300)
+            )
+            code = 0 if ok else 2
+        finally:
+            os._exit(code)
+    parent_ok = all(
+        store.get_link("parent") == "p" and store.claim(unique("parent"), 60) for _ in range(300)
+    )
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert parent_ok
+    store.close()
+
+
+def test_a_hung_redis_fails_a_call_within_the_one_timeout(
+    own_redis: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """SIGSTOP: connections are accepted by the kernel, nothing answers. Two waits of half
+    the timeout each, no nested retries of connects or health checks."""
+    url, server = own_redis
+    store = RedisStore(url, timeout=1.0)
+    try:
+        store.put_link("warm", "1", 60)  # a held connection to go silent under it
         server.send_signal(signal.SIGSTOP)
         for call in (
             lambda: store.claim(unique("jti"), 60),
@@ -511,8 +620,6 @@ def test_a_hung_redis_fails_a_call_within_the_one_timeout(tmp_path: Path) -> Non
     finally:
         server.send_signal(signal.SIGCONT)
         store.close()
-        server.terminate()
-        server.wait(timeout=10)
 
 
 # -- choosing a store by URL -------------------------------------------------------------

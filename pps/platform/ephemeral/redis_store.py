@@ -9,6 +9,7 @@ import redis
 
 from pps.platform.ephemeral import EphemeralUnavailable, T, check_ttl, no_work
 from pps.platform.ids import unique_tag
+from pps.platform.per_thread import PerThread
 from pps.platform.redis_client import DEFAULT_TIMEOUT, RESEND_ONCE, open_redis
 
 # KEYS[1] the nonce, KEYS[2] the link; ARGV: claim token, nonce TTL, link value, link TTL.
@@ -30,12 +31,22 @@ class RedisStore:
     Every command goes through redis-py's client (one connection pool per store, the
     policy of :mod:`pps.platform.redis_client`): a failing call gives up within ``timeout``
     seconds (``PPS_REDIS_TIMEOUT``) with :class:`EphemeralUnavailable`, after one resend.
+    The commands of the request path (claims and links) run on a connection each thread
+    holds (:class:`~pps.platform.per_thread.PerThread`, redis-py's
+    ``single_connection_client`` on the store's pool): no pool check-out and check-in, and
+    no ``poll`` of the socket before every command. A failed command disconnects it
+    (redis-py's own rule), so a late reply can never be read by the next one; the next
+    command connects afresh.
     """
 
     def __init__(self, url: str, *, prefix: str = "", timeout: float = DEFAULT_TIMEOUT) -> None:
         self.prefix = prefix
         self._client = open_redis(url, timeout=timeout, decode_responses=True)
         self._claim_and_put = self._client.register_script(_CLAIM_AND_PUT)
+        pool = self._client.connection_pool
+        self._held = PerThread(
+            lambda: redis.Redis(connection_pool=pool, single_connection_client=True)
+        )
 
     @property
     def client(self) -> Any:
@@ -63,7 +74,7 @@ class RedisStore:
         check_ttl(ttl)
         try:
             previous = self._call(
-                lambda: self._client.set(self.prefix + key, token, nx=True, get=True, ex=ttl)
+                lambda: self._held.get().set(self.prefix + key, token, nx=True, get=True, ex=ttl)
             )
         except redis.exceptions.ResponseError as exc:
             # Redis < 7.0 rejects NX together with GET as a syntax error.
@@ -81,15 +92,17 @@ class RedisStore:
         check_ttl(link_ttl)
         keys = [self.prefix + key, self.prefix + link]
         args = [unique_tag(), ttl, value, link_ttl]
-        return bool(self._call(lambda: self._claim_and_put(keys=keys, args=args)))
+        return bool(
+            self._call(lambda: self._claim_and_put(keys=keys, args=args, client=self._held.get()))
+        )
 
     def put_link(self, key: str, value: str, ttl: int) -> None:
         check_ttl(ttl)
-        self._call(lambda: self._client.set(self.prefix + key, value, ex=ttl))
+        self._call(lambda: self._held.get().set(self.prefix + key, value, ex=ttl))
 
     def take_link(self, key: str) -> str | None:
         """``GETDEL``: a resend after a lost reply finds nothing, which fails closed."""
-        value = self._call(lambda: self._client.getdel(self.prefix + key))
+        value = self._call(lambda: self._held.get().getdel(self.prefix + key))
         return None if value is None else str(value)
 
     def count(self, key: str, ttl: int) -> int:
@@ -106,7 +119,7 @@ class RedisStore:
         return int(value)
 
     def get_link(self, key: str) -> str | None:
-        value = self._call(lambda: self._client.get(self.prefix + key))
+        value = self._call(lambda: self._held.get().get(self.prefix + key))
         return None if value is None else str(value)
 
     @staticmethod
@@ -133,6 +146,8 @@ class RedisStore:
             return False
 
     def close(self) -> None:
-        """Disconnect every pooled connection; later calls reconnect on demand."""
+        """Disconnect every pooled connection, those the threads hold included; later calls
+        reconnect on demand."""
+        self._held.forget()
         self._client.close()
         self._client.connection_pool.disconnect()

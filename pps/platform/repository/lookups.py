@@ -24,6 +24,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 
+from pps.platform.per_thread import PerThread
+
 __all__ = ["PointLookup", "SqliteReaders", "readers_for"]
 
 
@@ -43,7 +45,7 @@ class SqliteReaders:
     def __init__(self, path: str, timeout: float) -> None:
         self._path = path
         self._timeout = timeout
-        self._local = threading.local()
+        self._held = PerThread(self._open)
         # Weak, so that a connection goes when its thread does (servers that start a
         # thread per request), and close() can still reach those that are alive.
         self._opened: weakref.WeakSet[_Reader] = weakref.WeakSet()
@@ -51,10 +53,9 @@ class SqliteReaders:
 
     def connection(self) -> sqlite3.Connection:
         """This thread's reader, opened on first use."""
-        held: _Reader | None = getattr(self._local, "held", None)
-        pid = os.getpid()
-        if held is not None and held.pid == pid:
-            return held
+        return self._held.get()
+
+    def _open(self) -> _Reader:
         connection = sqlite3.connect(
             self._path,
             timeout=self._timeout,
@@ -64,15 +65,14 @@ class SqliteReaders:
             factory=_Reader,
         )
         connection.execute("PRAGMA query_only=ON")  # a reader can never write by mistake
-        connection.pid = pid
-        self._local.held = connection
+        connection.pid = os.getpid()
         with self._lock:
             self._opened.add(connection)
         return connection
 
     def close(self) -> None:
         """Close this process's connections; threads that look up again get new ones."""
-        self._local = threading.local()
+        self._held.forget()
         with self._lock:
             opened = list(self._opened)
         pid = os.getpid()
