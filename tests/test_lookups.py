@@ -10,13 +10,16 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import TypeVar
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
 from pps.platform.repository.lookups import SqliteReaders, readers_for
 from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import users
 
 T = TypeVar("T")
 
@@ -146,3 +149,65 @@ def test_a_forked_child_opens_its_own_reader(sqlite_url: str) -> None:
     assert readers.connection() is parent
     assert parent.execute("SELECT 1").fetchone() == (1,)  # the child left it alone
     readers.close()
+
+
+# -- lookups on the pool (PostgreSQL) ----------------------------------------------------
+
+
+def _write_then_fail(repo: SqlRepository, client: str, identifier: str) -> None:
+    """A transaction that inserts a user and then fails: nothing of it may remain."""
+    with pytest.raises(RuntimeError), repo.engine.begin() as conn:
+        now = datetime.now(UTC)
+        conn.execute(
+            users.insert().values(
+                identifier=identifier,
+                client_identifier=client,
+                custom_attributes={},
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        raise RuntimeError("the rest of the transaction failed")
+
+
+def test_a_pooled_lookup_hands_its_connection_back_transactional(postgres_url: str) -> None:
+    """Lookups read in autocommit mode (no BEGIN, no ROLLBACK); the next user of the
+    connection must get it back as the pool gave it, or its writes would stop being atomic."""
+    repo = SqlRepository(postgres_url, timeout=3.0)
+    try:
+        client = repo.create_client("Lookups").identifier
+        user = repo.create_user(client, {}).identifier
+        assert repo.user_exists(client, user) is True
+        assert repo.user_exists(client, "nobody") is False
+        pooled = repo.engine.raw_connection()  # one thread so far: the same connection
+        try:
+            assert pooled.dbapi_connection is not None
+            assert pooled.dbapi_connection.autocommit is False
+        finally:
+            pooled.close()
+        _write_then_fail(repo, client, "atomic1")
+        assert repo.user_exists(client, "atomic1") is False
+    finally:
+        repo.close()
+
+
+def test_a_pooled_lookup_that_fails_leaves_no_connection_in_autocommit(
+    postgres_url: str,
+) -> None:
+    """The statement timeout cancels a lookup that waits on a lock: the connection it ran
+    on is dropped, and the pool's next one is transactional."""
+    repo = SqlRepository(postgres_url, timeout=0.6)  # 400 ms per statement
+    blocker = sa.create_engine(postgres_url)
+    try:
+        client = repo.create_client("Lookups").identifier
+        user = repo.create_user(client, {}).identifier
+        with blocker.begin() as locked:
+            locked.execute(sa.text("LOCK TABLE users IN ACCESS EXCLUSIVE MODE"))
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                repo.user_exists(client, user)
+        _write_then_fail(repo, client, "atomic2")  # before any other lookup could reset it
+        assert repo.user_exists(client, "atomic2") is False
+        assert repo.user_exists(client, user) is True
+    finally:
+        blocker.dispose()
+        repo.close()

@@ -5,7 +5,8 @@ Two run at every request of the busiest routes: "is this a user of that client" 
 lookup costs several times what the database itself spends on it, so these run a prebuilt
 SQL string on a DBAPI connection directly:
 
-- on PostgreSQL (and any other backend), on a connection from the engine's pool;
+- on PostgreSQL (and any other backend), on a connection from the engine's pool, in
+  autocommit mode (no ``BEGIN`` and ``ROLLBACK`` around the one SELECT);
 - on a SQLite file, on a read-only connection held by each thread. SQLite connections are
   in-process file handles, so holding one per thread costs nothing on the server side, and
   it saves the pool's check-out, reset and check-in (under load, the larger part of the
@@ -23,6 +24,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
+from sqlalchemy.pool import PoolProxiedConnection
 
 from pps.platform.per_thread import PerThread
 
@@ -117,12 +119,32 @@ class PointLookup:
             return None if row is None else tuple(row)
         connection = self._engine.raw_connection()
         try:
+            return self._autocommit_row(connection, args)
+        finally:
+            connection.close()
+
+    def _autocommit_row(
+        self, connection: PoolProxiedConnection, args: Any
+    ) -> tuple[Any, ...] | None:
+        """The row, read in autocommit mode: one SELECT is its own transaction, so no
+        ``BEGIN`` goes before it and no ``ROLLBACK`` after it (the pool's reset on return
+        finds nothing to roll back). On PostgreSQL a lookup then takes two round trips, the
+        pool's pre-ping and the SELECT, instead of four. A connection whose lookup failed is
+        invalidated rather than put back with its mode changed: the pool makes a new one.
+        """
+        dialect = self._engine.dialect
+        dbapi_connection = connection.dbapi_connection
+        assert dbapi_connection is not None  # a pool hands out open connections only
+        dialect.set_isolation_level(dbapi_connection, "AUTOCOMMIT")
+        try:
             cursor = connection.cursor()
             try:
                 cursor.execute(self._sql, args)
                 row = cursor.fetchone()
-                return None if row is None else tuple(row)
             finally:
                 cursor.close()
-        finally:
-            connection.close()
+        except BaseException:
+            connection.invalidate()
+            raise
+        dialect.reset_isolation_level(dbapi_connection)
+        return None if row is None else tuple(row)
