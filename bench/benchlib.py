@@ -109,6 +109,32 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
 
 
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU time (user and system) of process ``pid`` and its live descendants so far, from
+    /proc; None where there is no /proc (not Linux) or the process is gone.
+
+    A gunicorn master's workers are its children: sampled before and after a run, the
+    difference is what the app's processes spent on it, whatever worker served what.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/stat") as stat:
+                # The command name (field 2) may hold spaces: count fields after its ")".
+                fields = stat.read().rpartition(")")[2].split()
+            with open(f"/proc/{current}/task/{current}/children") as children:
+                pending.extend(int(child) for child in children.read().split())
+        except OSError:
+            if current == pid:
+                return None
+            continue  # a descendant that exited meanwhile: counted without it
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM, wait, and only then SIGKILL the process group this script started."""
     if proc.poll() is not None:

@@ -22,12 +22,13 @@ hello-world runs (H auth H file H preview H user H naive H auth ... H), and each
 is taken against the mean of those two. ``auth`` and the file scenarios are also taken
 against ``naive`` of the same round (their hello-world ratio over naive's, each bracketed
 by its own hello-world runs). Prints per scenario the median requests/s and p99 latency
-over the rounds, the median of the per-round ratios and their range, and writes the whole
-result, every run included, as JSON to bench/results/. The issue's targets: ``auth`` and
-the file endpoints at least as fast as ``naive`` (aim 1.25x), and their p99 at 32
-connections at most 3x hello-world's (judged when run with ``-c 32``). Exit status 1 when
-any run saw unexpected statuses, socket errors or ran out of tokens; with --check also 3
-when a target is missed (judged on the medians).
+over the rounds, the median of the per-round ratios and their range, the CPU time the app's
+processes (the gunicorn master and its workers) and redis-server spent per request, and
+writes the whole result, every run included, as JSON to bench/results/. The issue's
+targets: ``auth`` and the file endpoints at least as fast as ``naive`` (aim 1.25x), and
+their p99 at 32 connections at most 3x hello-world's (judged when run with ``-c 32``).
+Exit status 1 when any run saw unexpected statuses, socket errors or ran out of tokens;
+with --check also 3 when a target is missed (judged on the medians).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from typing import Any
 from urllib.error import HTTPError
 
 import benchlib
+import redis
 from benchlib import BENCH, BIN, GUNICORN_CONF, ROOT
 
 LUA = BENCH / "wrk" / "scenario.lua"
@@ -76,6 +78,8 @@ MAX_IDLE = 0.10
 #: Sent a fresh token every request, from files written before the run (hello-world too:
 #: the same bytes for wrk to write as auth's).
 FRESH_TOKENS = ("hello", "auth", "file-once", "naive")
+#: The gunicorn app that serves each scenario, for its CPU time per request.
+APP_OF = {"hello": "hello", "naive": "naive"}  # every other scenario: "pps"
 EXPECTED = {
     "hello": 200,
     "auth": 302,
@@ -305,11 +309,12 @@ def start_bench_app(
     name: str,
     module: str,
     env: dict[str, str] | None = None,
+    pids: dict[str, int] | None = None,
 ) -> str:
     """A reference app of bench/ (``module``) under pps's gunicorn config, ready; its URL.
 
     It runs on a free port of its own with pps's environment plus ``env``, logs to
-    ``logs[name]``, and stops with ``stack``.
+    ``logs[name]``, puts its master's pid in ``pids[name]``, and stops with ``stack``.
     """
     port = benchlib.free_port()
     logs[name] = pps.workdir / f"gunicorn-{name}.log"
@@ -320,12 +325,20 @@ def start_bench_app(
             env={**pps.env, **(env or {}), "PPS_BIND": f"127.0.0.1:{port}"},
         )
     )
+    if pids is not None:
+        pids[name] = proc.pid
     url = f"http://127.0.0.1:{port}/"
     wait_ready(url, proc, port, logs[name])
     return url
 
 
-def start_naive(stack: ExitStack, opts: argparse.Namespace, pps: Pps, logs: dict[str, Path]) -> str:
+def start_naive(
+    stack: ExitStack,
+    opts: argparse.Namespace,
+    pps: Pps,
+    logs: dict[str, Path],
+    pids: dict[str, int] | None = None,
+) -> str:
     """The issue's naive ``/auth`` (bench/naive.py) under the same gunicorn config; its URL.
 
     It verifies pps's own login tokens with the client's key and claims their ``jti`` in the
@@ -336,7 +349,7 @@ def start_naive(stack: ExitStack, opts: argparse.Namespace, pps: Pps, logs: dict
         "NAIVE_CLIENT": pps.client,
         "NAIVE_API_KEY": pps.api_key,
     }
-    url = start_bench_app(stack, opts, pps, logs, "naive", "naive_wsgi:app", env)
+    url = start_bench_app(stack, opts, pps, logs, "naive", "naive_wsgi:app", env, pids)
     status, body = http("GET", f"{url}auth?jwt={pps.login_token(uuid.uuid4().hex)}")
     if status != EXPECTED["naive"]:
         raise SystemExit(f"naive: expected {EXPECTED['naive']}, got {status}: {body[:300]!r}")
@@ -358,6 +371,15 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], port: int, log: Path) ->
             pass
         time.sleep(0.1)
     raise SystemExit(f"{url} did not answer\n--- {log} ---\n{log.read_text()[-3000:]}")
+
+
+def redis_pid(url: str) -> int:
+    """The process id of the redis-server at ``url``, as it reports it."""
+    client = redis.Redis.from_url(url)
+    try:
+        return int(client.info("server")["process_id"])
+    finally:
+        client.close()
 
 
 def booted_workers(log: Path) -> int:
@@ -419,19 +441,28 @@ def measured_run(
     args_for: Callable[[str], tuple[str, list[str]]],
     tag: str,
     workdir: Path,
+    watched: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """One measured run; again (up to ``--attempts``) while it leaves the CPUs idle.
 
     ``args_for(tag)`` is :func:`scenario_args` with all but the tag bound: every attempt has
-    login tokens of its own, signed afresh, never reused, removed after it.
+    login tokens of its own, signed afresh, never reused, removed after it. ``watched``
+    names processes (``{"app": pid, "redis": pid}``) whose CPU time per request the run
+    records as ``<name>_cpu_us``, their descendants included.
     """
+    watched = watched or {}
     for attempt in range(1, opts.attempts + 1):
         url, lua_args = args_for(f"{tag}{attempt}")
+        spent = {name: benchlib.tree_cpu_seconds(pid) for name, pid in watched.items()}
         before = cpu_jiffies()
         try:
             raw = run_wrk(wrk, opts, url, opts.duration, lua_args)
         finally:
             remove_tokens(workdir / f"tokens-{tag}{attempt}-", opts.threads)
+        for name, pid in watched.items():
+            raw[f"{name}_cpu_us"] = cpu_per_request(
+                spent[name], benchlib.tree_cpu_seconds(pid), raw["requests"]
+            )
         raw["cpu_idle_share"] = idle = idle_share(before, cpu_jiffies())
         raw["attempts"] = attempt
         raw["saturated"] = idle is None or idle <= MAX_IDLE
@@ -439,6 +470,13 @@ def measured_run(
             break
         print(f"    {idle:.0%} of the CPUs idle: the run did not load the machine", flush=True)
     return raw
+
+
+def cpu_per_request(before: float | None, after: float | None, requests: int) -> float | None:
+    """Microseconds of CPU per request between two :func:`benchlib.tree_cpu_seconds`."""
+    if before is None or after is None or not requests:
+        return None
+    return (after - before) * 1e6 / requests
 
 
 def remove_tokens(prefix: Path, threads: int) -> None:
@@ -520,6 +558,8 @@ def summarise(name: str, raw: dict[str, Any], baseline: dict[str, Any] | None) -
         "tokens_exhausted": raw["exhausted"],
         "valid": raw["unexpected"] == 0 and socket_errors == 0 and raw["exhausted"] == 0,
         "cpu_idle_share": raw.get("cpu_idle_share"),
+        "app_cpu_us": raw.get("app_cpu_us"),
+        "redis_cpu_us": raw.get("redis_cpu_us"),
         "attempts": raw.get("attempts", 1),
         "saturated": raw.get("saturated", True),
         "raw": raw,
@@ -562,6 +602,8 @@ def aggregate(
         "rps": _median([run["rps"] for run in runs]),
         "p99_ms": _median([run["p99_ms"] for run in runs]),
         "p50_ms": _median([run["p50_ms"] for run in runs]),
+        "app_cpu_us": _median([run.get("app_cpu_us") for run in runs]),
+        "redis_cpu_us": _median([run.get("redis_cpu_us") for run in runs]),
         "expected_status": runs[0]["expected_status"],
         "unexpected_statuses": sum(run["unexpected_statuses"] for run in runs),
         "first_unexpected_status": firsts[0] if firsts else None,
@@ -618,14 +660,21 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _micros(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
 def print_table(results: list[dict[str, Any]], rounds: int) -> None:
     print(
         f"medians over {rounds} round(s); each run's ratios against the mean of the "
-        "hello-world runs either side of it, then the median and the range of those"
+        "hello-world runs either side of it, then the median and the range of those; "
+        "app us and redis us: CPU time per request of the app's gunicorn processes and of "
+        "redis-server"
     )
     header = (
         f"{'scenario':<9} {'req/s':>9} {'p99 ms':>8} {'rps ratio':>10} {'min-max':>11} "
-        f"{'p99 ratio':>10} {'vs naive':>9} {'min-max':>11} {'unexpected':>10}  target"
+        f"{'p99 ratio':>10} {'vs naive':>9} {'min-max':>11} {'app us':>7} {'redis us':>8} "
+        f"{'unexpected':>10}  target"
     )
     print(header)
     print("-" * len(header))
@@ -646,6 +695,7 @@ def print_table(results: list[dict[str, Any]], rounds: int) -> None:
         line = (
             f"{row['scenario']:<9} {row['rps']:>9.1f} {row['p99_ms']:>8.2f} "
             f"{rps_ratio:>10} {spread:>11} {p99_ratio:>10} {naive:>9} {naive_spread:>11} "
+            f"{_micros(row.get('app_cpu_us')):>7} {_micros(row.get('redis_cpu_us')):>8} "
             f"{bad:>10}  {verdict(row)}{flag}"
         )
         print(line.rstrip())
@@ -689,11 +739,15 @@ def run_schedule(
     workdir: Path,
     urls: dict[str, str],
     others: list[str],
+    pids: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Every run of :func:`schedule`, each a warm-up and a measured run, summarised.
 
-    A scenario's ratios are filled in once the hello-world run after it is done.
+    A scenario's ratios are filled in once the hello-world run after it is done. ``pids``
+    (``pps``, ``hello``, ``naive``, ``redis``) are the processes whose CPU time per request
+    each run records: the scenario's app (:data:`APP_OF`) and redis-server.
     """
+    pids = pids or {}
     runs: list[dict[str, Any]] = []
     pending: dict[str, Any] | None = None  # the scenario run waiting for its second baseline
     fastest_hello = 0.0
@@ -716,7 +770,13 @@ def run_schedule(
             per_second = 10_000 * opts.token_factor
         tokens = math.ceil(per_second * opts.duration)
         args_for = partial(scenario_args, name, pps, workdir, opts, tokens, **urls)
-        raw = measured_run(wrk, opts, args_for, f"r{number}-{len(runs)}-run", workdir)
+        watched = {
+            role: pids[key]
+            for role, key in (("app", APP_OF.get(name, "pps")), ("redis", "redis"))
+            if key in pids
+        }
+        tag = f"r{number}-{len(runs)}-run"
+        raw = measured_run(wrk, opts, args_for, tag, workdir, watched)
         if name in FRESH_TOKENS and name != "hello":
             raw["tokens_dealt"] = tokens
         if name != "hello":
@@ -768,13 +828,14 @@ def main(argv: list[str] | None = None) -> int:
         pps_proc = stack.enter_context(
             benchlib.spawned(gunicorn_args(opts, "wsgi:app"), log=logs["pps"], env=pps.env)
         )
-        hello_url = start_bench_app(stack, opts, pps, logs, "hello", "hello:app")
+        pids = {"pps": pps_proc.pid, "redis": redis_pid(redis_url)}
+        hello_url = start_bench_app(stack, opts, pps, logs, "hello", "hello:app", pids=pids)
         wait_ready(f"{pps.base_url}/", pps_proc, pps.port, logs["pps"])
         pps.prepare_data()
         pps.smoke_test()
         urls = {"hello_url": hello_url}
         if "naive" in scenarios:
-            urls["naive_url"] = start_naive(stack, opts, pps, logs)
+            urls["naive_url"] = start_naive(stack, opts, pps, logs, pids)
         workers = {name: booted_workers(log) for name, log in logs.items()}
         print(
             f"pps {pps.base_url} and hello-world {hello_url} under {opts.gunicorn_config}, "
@@ -783,7 +844,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-        runs = run_schedule(opts, wrk, pps, workdir, urls, scenarios[1:])
+        runs = run_schedule(opts, wrk, pps, workdir, urls, scenarios[1:], pids)
         against_naive(runs)
         rounds = [[run for run in runs if run["round"] == n] for n in range(1, opts.rounds + 1)]
         results = [

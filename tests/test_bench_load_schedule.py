@@ -6,6 +6,8 @@ change that pairs a scenario with the wrong hello-world runs fails here.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -202,3 +204,55 @@ def test_ab_compares_every_pps_scenario_between_hello_world_runs() -> None:
     ratios = ab.ratios_of(measured, "file")
     assert ratios["A"] == pytest.approx([0.5] * 4)
     assert ratios["B"] == pytest.approx([0.75] * 4)
+
+
+def test_cpu_per_request_is_carried_from_runs_to_the_scenarios_medians() -> None:
+    assert load.cpu_per_request(10.0, 10.5, 1000) == pytest.approx(500.0)
+    assert load.cpu_per_request(None, 1.0, 1000) is None  # no /proc: no figure
+    assert load.cpu_per_request(1.0, 2.0, 0) is None
+    hello = load.summarise("hello", _raw(4000, 20_000), None)
+    runs = []
+    for number, app_us in ((1, 900.0), (2, 700.0), (3, None)):
+        raw = {**_raw(3000, 20_000), "app_cpu_us": app_us, "redis_cpu_us": 60.0}
+        run = load.summarise("auth", raw, hello)
+        run["round"] = number
+        runs.append(run)
+    row = load.aggregate("auth", runs)
+    assert row["app_cpu_us"] == pytest.approx(800.0)  # a round without a figure is left out
+    assert row["redis_cpu_us"] == pytest.approx(60.0)
+    assert load.APP_OF.get("auth", "pps") == "pps" and load.APP_OF["naive"] == "naive"
+
+
+def test_tree_cpu_counts_the_descendants_of_a_process() -> None:
+    """A gunicorn master spends next to nothing; its workers, its children, do the work."""
+    import subprocess
+
+    import benchlib
+
+    burn = (
+        "import time\n"
+        "end = time.process_time() + 0.4\n"
+        "while time.process_time() < end: pass\n"
+        "print('burnt', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys; subprocess.run([sys.executable, '-c', sys.argv[1]])",
+            burn,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as parent:
+        try:
+            assert parent.stdout is not None
+            assert parent.stdout.readline().strip() == "burnt"
+            spent = benchlib.tree_cpu_seconds(parent.pid)
+            assert spent is not None and spent >= 0.35
+        finally:
+            os.killpg(parent.pid, signal.SIGKILL)
+            parent.wait()
+    assert benchlib.tree_cpu_seconds(parent.pid) is None  # gone: no figure, no error
