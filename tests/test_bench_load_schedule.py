@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
+import benchlib
 import load
 
 
@@ -225,10 +227,6 @@ def test_cpu_per_request_is_carried_from_runs_to_the_scenarios_medians() -> None
 
 def test_tree_cpu_counts_the_descendants_of_a_process() -> None:
     """A gunicorn master spends next to nothing; its workers, its children, do the work."""
-    import subprocess
-
-    import benchlib
-
     burn = (
         "import time\n"
         "end = time.process_time() + 0.4\n"

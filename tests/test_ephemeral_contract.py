@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import free_port, wait_for_port
+from conftest import free_port
+from fault_support import RedisProcess
 
 from pps.platform.ephemeral import (
     EphemeralStore,
@@ -469,21 +469,13 @@ def test_redis_error_reply_is_raised_and_the_store_stays_in_step(redis_url: str)
 
 
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def own_redis(tmp_path: Path) -> Iterator[RedisProcess]:
     """A redis-server of this test alone: its clients can be counted, killed and stopped."""
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-    )
+    server = RedisProcess(tmp_path)
     try:
-        wait_for_port(port)
-        yield f"redis://127.0.0.1:{port}/0", server
+        yield server
     finally:
-        server.send_signal(signal.SIGCONT)
-        server.terminate()
-        server.wait(timeout=10)
+        server.close()
 
 
 def connections_made(observer: redis.Redis) -> int:
@@ -492,9 +484,9 @@ def connections_made(observer: redis.Redis) -> int:
 
 
 def test_a_connection_that_redis_closed_is_replaced(
-    own_redis: tuple[str, subprocess.Popen[bytes]],
+    own_redis: RedisProcess,
 ) -> None:
-    url, _ = own_redis
+    url = own_redis.url
     store = RedisStore(url)
     store.put_link("a", "1", 60)  # this thread now holds a connection
     store.client.ping()  # and the pool has an idle one
@@ -508,11 +500,11 @@ def test_a_connection_that_redis_closed_is_replaced(
 
 
 def test_each_thread_keeps_its_own_connection_between_calls(
-    own_redis: tuple[str, subprocess.Popen[bytes]],
+    own_redis: RedisProcess,
 ) -> None:
     """Four live threads calling one after the other: four connections, each made once,
     however many calls (a pool would hand the one idle connection from thread to thread)."""
-    url, _ = own_redis
+    url = own_redis.url
     observer = redis.Redis.from_url(url)
     store = RedisStore(url)
     before = connections_made(observer)
@@ -549,9 +541,9 @@ def test_each_thread_keeps_its_own_connection_between_calls(
 
 
 def test_closing_the_store_disconnects_the_held_connections(
-    own_redis: tuple[str, subprocess.Popen[bytes]],
+    own_redis: RedisProcess,
 ) -> None:
-    url, _ = own_redis
+    url = own_redis.url
     observer = redis.Redis.from_url(url)
     store = RedisStore(url)
     store.put_link("a", "1", 60)
@@ -568,11 +560,11 @@ def test_closing_the_store_disconnects_the_held_connections(
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_never_shares_the_parents_connection(
-    own_redis: tuple[str, subprocess.Popen[bytes]],
+    own_redis: RedisProcess,
 ) -> None:
     """gunicorn may build the app in the master and fork workers from it: the child gets a
     connection of its own, so parent and child, both busy, each read their own replies."""
-    url, _ = own_redis
+    url = own_redis.url
     store = RedisStore(url)
     store.put_link("parent", "p", 60)
     store.put_link("child", "c", 60)
@@ -597,15 +589,15 @@ def test_a_forked_child_never_shares_the_parents_connection(
 
 
 def test_a_hung_redis_fails_a_call_within_the_one_timeout(
-    own_redis: tuple[str, subprocess.Popen[bytes]],
+    own_redis: RedisProcess,
 ) -> None:
     """SIGSTOP: connections are accepted by the kernel, nothing answers. Two waits of half
     the timeout each, no nested retries of connects or health checks."""
-    url, server = own_redis
+    url = own_redis.url
     store = RedisStore(url, timeout=1.0)
     try:
         store.put_link("warm", "1", 60)  # a held connection to go silent under it
-        server.send_signal(signal.SIGSTOP)
+        own_redis.freeze()
         for call in (
             lambda: store.claim(unique("jti"), 60),
             lambda: store.get_link("warm"),
@@ -615,10 +607,10 @@ def test_a_hung_redis_fails_a_call_within_the_one_timeout(
             with pytest.raises(EphemeralUnavailable, match="did not answer"):
                 call()
             assert 0.9 < time.monotonic() - started < 1.5
-        server.send_signal(signal.SIGCONT)
+        own_redis.thaw()
         assert store.get_link("warm") == "1"
     finally:
-        server.send_signal(signal.SIGCONT)
+        own_redis.thaw()
         store.close()
 
 
