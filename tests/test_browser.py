@@ -233,7 +233,17 @@ def chromium() -> Iterator[Any]:
 
 #: The pixels an <img> shows, as a PNG data URL (through a canvas: the page's CSP lets
 #: images, not fetches, load blob: URLs, and a test must not need a looser policy).
-SHOWN_PIXELS = """img => {
+# The editor may swap the image's src again (a later keystroke's preview) between a wait and
+# this read: wait until whatever it shows now is decoded, so a swap never reads as no pixels.
+SHOWN_PIXELS = """async img => {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      await img.decode();
+      if (img.naturalWidth > 0) break;
+    } catch (swapped) {
+      await new Promise(resolve => setTimeout(resolve, 50));
+    }
+  }
   const canvas = document.createElement("canvas");
   canvas.width = img.naturalWidth;
   canvas.height = img.naturalHeight;
