@@ -18,15 +18,16 @@ status other than the one expected, so an error page can never pass for a fast a
   naive  GET /auth?jwt=... on bench/naive.py             (the issue's reference; expects 302)
 
 The machine may be noisy, so every scenario runs ``--rounds`` times, each time between two
-hello-world runs (H auth H file H preview H user H naive H auth ... H), and each of its ratios
-is taken against the mean of those two. ``auth`` and the file scenarios are also taken
-against ``naive`` of the same round (their hello-world ratio over naive's, each bracketed
-by its own hello-world runs). Prints per scenario the median requests/s and p99 latency
-over the rounds, the median of the per-round ratios and their range, the CPU time the app's
-processes (the gunicorn master and its workers) and redis-server spent per request, and
-writes the whole result, every run included, as JSON to bench/results/. The issue's
-targets: ``auth`` and the file endpoints at least as fast as ``naive`` (aim 1.25x), and
-their p99 at 32 connections at most 3x hello-world's (judged when run with ``-c 32``).
+hello-world runs (H auth H file H preview H user H naive H file ... H: each round starts
+one scenario later), and each of its ratios is taken against the mean of those two.
+``auth`` and the file scenarios are also taken against ``naive`` of the same round (their
+hello-world ratio over naive's, each bracketed by its own hello-world runs). Prints per
+scenario the median requests/s and p99 latency over the rounds, the median of the per-round
+ratios and their range, the CPU time the app's processes (the gunicorn master and its
+workers) and redis-server spent per request, and writes the whole result, every run
+included, as JSON to bench/results/. The issue's targets: ``auth`` and the file endpoints
+at least as fast as ``naive`` (aim 1.25x), and their p99 at 32 connections at most 3x
+hello-world's (judged when run with ``-c 32``).
 Exit status 1 when any run saw unexpected statuses, socket errors or ran out of tokens;
 with --check also 3 when a target is missed (judged on the medians).
 """
@@ -716,11 +717,27 @@ def schedule(others: list[str], rounds: int) -> list[tuple[int, str]]:
     Every scenario run thus sits between two hello-world runs made seconds before and after
     it, whose mean is its baseline: a machine that slows down or speeds up over a minute (a
     noisy neighbour on a VM) moves both sides of the ratio alike.
+
+    Each round starts one scenario later than the round before (round 2 of ``a b c`` runs
+    ``b c a``), so that no scenario always runs first or last: with as many rounds as
+    scenarios, each takes every place once. A place that favours or hurts whatever runs
+    there (the append-only file and the key space of redis-server grow through a run) then
+    lands on every scenario alike, not always on ``naive``, which the targets compare with.
     """
     order = [
-        (n, name) for n in range(1, rounds + 1) for other in others for name in ("hello", other)
+        (n, name)
+        for n in range(1, rounds + 1)
+        for other in _rotated(others, n - 1)
+        for name in ("hello", other)
     ]
     return [*order, (rounds, "hello")]
+
+
+def _rotated(items: list[str], by: int) -> list[str]:
+    if not items:
+        return []
+    shift = by % len(items)
+    return items[shift:] + items[:shift]
 
 
 def bracket(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

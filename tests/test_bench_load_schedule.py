@@ -48,6 +48,20 @@ def test_every_scenario_run_sits_between_two_hello_world_runs(rounds: int) -> No
     assert names.count("hello") == 4 * rounds + 1
 
 
+def test_each_round_starts_one_scenario_later_so_every_scenario_takes_every_place() -> None:
+    scenarios = ["auth", "file", "preview", "naive"]
+    order = load.schedule(scenarios, 4)
+    by_round = [[name for n, name in order if n == r and name != "hello"] for r in range(1, 5)]
+    assert by_round == [
+        ["auth", "file", "preview", "naive"],
+        ["file", "preview", "naive", "auth"],
+        ["preview", "naive", "auth", "file"],
+        ["naive", "auth", "file", "preview"],
+    ]
+    for place in range(4):
+        assert sorted(run[place] for run in by_round) == sorted(scenarios)
+
+
 def test_a_scenario_is_measured_against_the_mean_of_its_neighbours() -> None:
     before = load.summarise("hello", _raw(4000, 20_000), None)
     after = load.summarise("hello", _raw(3000, 30_000), None)
