@@ -16,14 +16,15 @@ import signal
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import TEST_SECRET_KEY, wait_for_port
+from conftest import TEST_SECRET_KEY, free_port, wait_for_port
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
@@ -196,6 +197,29 @@ def start_gunicorn(
         stop(proc)
         pytest.fail(f"gunicorn did not start:\n{log.read_text()}")
     return proc
+
+
+@contextmanager
+def served(tmp: Path, redis_url: str, **settings: str) -> Iterator[Server]:
+    """pps under gunicorn with the deploy config on a free port, on a fresh migrated SQLite
+    database in ``tmp``; ``settings`` (``PPS_WORKERS="1"``, ...) override the environment.
+    Stopped on exit."""
+    port = free_port()
+    env = server_env(port, tmp / "instance", f"sqlite:///{tmp / 'pps.sqlite3'}", redis_url)
+    env.update(settings)
+    server = Server(
+        port=port,
+        base_url=f"http://127.0.0.1:{port}",
+        env=env,
+        instance=tmp / "instance",
+        log=tmp / "pps.log",
+    )
+    server.pps("db", "upgrade")
+    proc = start_gunicorn(env, port, server.log)
+    try:
+        yield server
+    finally:
+        stop(proc)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -30,7 +30,7 @@ import pypdfium2 as pdfium
 import pytest
 from conftest import free_port, missing_service
 from PIL import Image
-from server_support import ROOT, Server, api_json, server_env, shop_token, start_gunicorn, stop
+from server_support import ROOT, Server, api_json, served, shop_token
 
 pytestmark = pytest.mark.slow
 
@@ -61,22 +61,10 @@ def pps_server(
     tmp_path_factory: pytest.TempPathFactory, redis_server: tuple[str, bool]
 ) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("browser-pps")
-    port = free_port()
-    env = server_env(port, tmp / "instance", f"sqlite:///{tmp / 'pps.sqlite3'}", redis_server[0])
-    env.update(PPS_WORKERS="1", PPS_THREADS="8", PPS_ACCESS_LOG="")
-    server = Server(
-        port=port,
-        base_url=f"http://127.0.0.1:{port}",
-        env=env,
-        instance=tmp / "instance",
-        log=tmp / "pps.log",
-    )
-    server.pps("db", "upgrade")
-    proc = start_gunicorn(env, port, server.log)
-    try:
+    with served(
+        tmp, redis_server[0], PPS_WORKERS="1", PPS_THREADS="8", PPS_ACCESS_LOG=""
+    ) as server:
         yield server
-    finally:
-        stop(proc)
 
 
 # -- the shop ----------------------------------------------------------------------------

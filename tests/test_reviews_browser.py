@@ -18,26 +18,16 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from conftest import free_port, missing_service
 from processing_support import Receiver, receiver
-from server_support import ROOT, Server, server_env, shop_token, start_gunicorn, stop
+from server_support import ROOT, Server, served, shop_token
+from test_browser import chromium  # noqa: F401  (the fixture, found by name)
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TEMPLATE = ROOT / "examples" / "templates" / "business-card" / "template.json"
 COMMENT = "Colours match the brand guide; approved for print"
 
@@ -47,44 +37,16 @@ def pps_server(
     tmp_path_factory: pytest.TempPathFactory, redis_server: tuple[str, bool]
 ) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("review-pps")
-    port = free_port()
-    env = server_env(port, tmp / "instance", f"sqlite:///{tmp / 'pps.sqlite3'}", redis_server[0])
-    env.update(
+    with served(
+        tmp,
+        redis_server[0],
         PPS_WORKERS="1",
         PPS_THREADS="8",
         PPS_ACCESS_LOG="",
         PPS_NOTIFY_ALLOW_PRIVATE="1",
         PPS_NOTIFY_BACKOFF="0.2",
-    )
-    server = Server(
-        port=port,
-        base_url=f"http://127.0.0.1:{port}",
-        env=env,
-        instance=tmp / "instance",
-        log=tmp / "pps.log",
-    )
-    server.pps("db", "upgrade")
-    proc = start_gunicorn(env, port, server.log)
-    try:
+    ) as server:
         yield server
-    finally:
-        stop(proc)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        missing_service("Chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing_service("playwright is not installed (pip install playwright)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 class Shop:
@@ -141,7 +103,9 @@ def wait_for(hook: Receiver, count: int, timeout: float = 20.0) -> list[Any]:
 
 
 def test_reviewer_approves_in_chromium_and_the_shop_gets_callback_and_pdf(
-    chromium: Any, pps_server: Server, hook: Receiver
+    chromium: Any,  # noqa: F811  (the fixture imported from test_browser)
+    pps_server: Server,
+    hook: Receiver,
 ) -> None:
     from pypdf import PdfReader
 
