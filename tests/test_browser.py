@@ -219,6 +219,18 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
+def watch_csp(page: Any) -> list[str]:
+    """The console messages of ``page`` about its Content Security Policy, as they come."""
+    found: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            found.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
+    return found
+
+
 #: The pixels an <img> shows, as a PNG data URL (through a canvas: the page's CSP lets
 #: images, not fetches, load blob: URLs, and a test must not need a looser policy).
 # The editor may swap the image's src again (a later keystroke's preview) between a wait and
@@ -247,15 +259,7 @@ def test_customer_personalizes_previews_finishes_and_the_shop_gets_the_pdf(
 
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, locale="en-GB")
     page = context.new_page()
-    csp_violations: list[str] = []
-    page.on(
-        "console",
-        lambda message: (
-            csp_violations.append(message.text)
-            if "Content Security Policy" in message.text
-            else None
-        ),
-    )
+    csp_violations = watch_csp(page)
     try:
         # The shop sends the browser through /auth into the editor.
         page.goto(f"{shop.base_url}/start")

@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 from server_support import Server
-from test_browser import ARTIFACTS, ShopState, chromium, pps_server, shop, shop_draft
+from test_browser import (
+    ARTIFACTS,
+    ShopState,
+    chromium,
+    pps_server,
+    shop,
+    shop_draft,
+    watch_csp,
+)
 
 __all__ = ["chromium", "pps_server", "shop"]  # fixtures, used by name
 
@@ -29,13 +37,7 @@ SAVED = "All changes saved."
 def page(chromium: Any) -> Iterator[Any]:
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, locale="en-GB")
     tab = context.new_page()
-    problems: list[str] = []
-    tab.on(
-        "console",
-        lambda message: (
-            problems.append(message.text) if "Content Security Policy" in message.text else None
-        ),
-    )
+    problems = watch_csp(tab)
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     try:
         yield tab

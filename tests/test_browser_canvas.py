@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 import pytest
 from server_support import ROOT, Server, api_json, shop_token
-from test_browser import ARTIFACTS, SHOWN_PIXELS, chromium, pps_server
+from test_browser import ARTIFACTS, SHOWN_PIXELS, chromium, pps_server, watch_csp
 
 pytestmark = pytest.mark.slow
 
@@ -100,17 +100,6 @@ def desktop(chromium: Any) -> Iterator[Any]:
         yield context
     finally:
         context.close()
-
-
-def watch_csp(page: Any) -> list[str]:
-    found: list[str] = []
-    page.on(
-        "console",
-        lambda message: (
-            found.append(message.text) if "Content Security Policy" in message.text else None
-        ),
-    )
-    return found
 
 
 def events(page: Any, name: str) -> list[Any]:

@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 import pytest
 from processing_support import Receiver, receiver
 from server_support import ROOT, Server, served, shop_token
-from test_browser import chromium  # noqa: F401  (the fixture, found by name)
+from test_browser import chromium, watch_csp  # noqa: F401  (the fixture, found by name)
 
 pytestmark = pytest.mark.slow
 
@@ -136,17 +136,9 @@ def test_reviewer_approves_in_chromium_and_the_shop_gets_callback_and_pdf(
     assert status == 201
     review_id = body["data"]["reviewId"]
 
-    csp_violations: list[str] = []
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.on(
-        "console",
-        lambda message: (
-            csp_violations.append(message.text)
-            if "Content Security Policy" in message.text
-            else None
-        ),
-    )
+    csp_violations = watch_csp(page)
     try:
         # The reviewer follows the shop's link: /auth, then the review page.
         page.goto(shop.review_login(reviewer, review_id))
