@@ -137,7 +137,7 @@ def test_postgresql_connections_are_guarded_and_work(postgres_url: str) -> None:
         with repo.engine.connect() as conn:
             dbapi = conn.connection.dbapi_connection
             assert isinstance(dbapi, GuardedConnection)
-            assert (dbapi.limit, dbapi.ping_limit) == (2.5, 1.0)
+            assert (dbapi.limit, dbapi.ping_limit) == (2.5, 0.75)
             assert isinstance(dbapi.cursor(), GuardedCursor)
             assert conn.execute(sa.text("SHOW statement_timeout")).scalar_one() == "2s"
         assert repo.get_client(client.identifier) == client

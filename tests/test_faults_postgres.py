@@ -162,7 +162,7 @@ def test_frozen_server_with_open_connections_answers_503_in_time_and_recovers(
     """Every PostgreSQL process stopped (a hung VM, stuck storage) while pps holds open
     connections: the server's statement timeout cannot run and the kernel still ACKs, so
     only the client's own deadline (``pps.platform.repository.deadline``) ends the wait.
-    The pool's pre-ping on a resting connection is cut after a third of the timeout,
+    The pool's pre-ping on a resting connection is cut after a quarter of the timeout,
     leaving the rest for the connect attempt that follows."""
     assert_working(service)
     database = sa.engine.make_url(service.database_url).database
