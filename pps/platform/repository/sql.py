@@ -118,10 +118,11 @@ _DRAFT_REF: sa.Select[Any] = sa.select(
 def server_timeouts(timeout: float) -> dict[str, Any]:
     """Engine arguments that bound a request's wait for a server database to ``timeout``.
 
-    ``PPS_DATABASE_TIMEOUT`` is split so that no two waits of one request add up to it:
-    a quarter for a free pooled connection (``pool_timeout``), two thirds for connecting
-    (``connect_timeout``, whole seconds, at least 2: libpq's floor) or for one statement
-    (``statement_timeout``, enforced by the server). A server that stopped accepting
+    ``PPS_DATABASE_TIMEOUT`` is split between the waits a request meets in turn (a pool
+    wait or a pre-ping, then a connect or a statement): a quarter for a free pooled
+    connection (``pool_timeout``), two thirds for connecting (``connect_timeout``, whole
+    seconds, at least 2: libpq's floor) or for one statement (``statement_timeout``,
+    enforced by the server). A server that stopped accepting
     connections then costs one connect timeout, a server that is down a refused connect,
     and ``pool_pre_ping`` replaces connections that a restart closed without a failed
     request. Failures surface as SQLAlchemy's ``OperationalError``/``TimeoutError``,
