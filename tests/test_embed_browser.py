@@ -33,7 +33,9 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 import pytest
 from conftest import free_port
 from server_support import ROOT, Server, api_json, shop_token
-from test_browser import HtmlHandler, chromium, pps_server  # noqa: F401  (fixtures shared with it)
+from test_browser import HtmlHandler, chromium, pps_server
+
+__all__ = ["chromium", "pps_server"]  # fixtures shared with test_browser.py
 
 pytestmark = pytest.mark.slow
 
@@ -173,7 +175,7 @@ class ShopHandler(HtmlHandler):
 
 
 @pytest.fixture(scope="module")
-def shop(pps_server: Server) -> Iterator[Shop]:  # noqa: F811
+def shop(pps_server: Server) -> Iterator[Shop]:
     shop_port, stranger_port = free_port(), free_port()
     origin = f"http://localhost:{shop_port}"
     created = pps_server.pps(
@@ -216,7 +218,7 @@ def shop(pps_server: Server) -> Iterator[Shop]:  # noqa: F811
 
 
 @pytest.fixture
-def page(chromium: Any) -> Iterator[Any]:  # noqa: F811
+def page(chromium: Any) -> Iterator[Any]:
     context = chromium.new_context(viewport={"width": 1280, "height": 1000}, locale="en-GB")
     browser_page = context.new_page()
     browser_page.console_lines = []  # type: ignore[attr-defined]
@@ -265,7 +267,7 @@ def draft(shop: Shop, draft_hash: str) -> dict[str, Any]:
 def test_shop_page_drives_the_framed_editor_through_the_client(
     page: Any,
     shop: Shop,
-    pps_server: Server,  # noqa: F811
+    pps_server: Server,
 ) -> None:
     page.goto(f"{shop.origin}/frame-auth")
     connected(page)
@@ -364,7 +366,7 @@ def test_shop_page_drives_the_framed_editor_through_the_client(
 def test_the_shops_server_calls_auth_and_frames_the_location(
     page: Any,
     shop: Shop,
-    pps_server: Server,  # noqa: F811
+    pps_server: Server,
 ) -> None:
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
@@ -473,7 +475,7 @@ def test_postmessages_from_a_foreign_origin_are_ignored(page: Any, shop: Shop) -
 def test_an_api_key_in_the_editor_url_is_refused_in_the_browser(
     page: Any,
     shop: Shop,
-    pps_server: Server,  # noqa: F811
+    pps_server: Server,
 ) -> None:
     response = page.goto(f"{pps_server.base_url}/editor/{'a' * 32}/embed?api_token={shop.api_key}")
     assert response is not None and response.status == 400
@@ -512,7 +514,7 @@ def test_the_3d_step_shows_the_card_on_a_desk_in_the_frame(page: Any, shop: Shop
 def test_finish_goes_through_the_proof_the_client_requires(
     page: Any,
     shop: Shop,
-    pps_server: Server,  # noqa: F811
+    pps_server: Server,
 ) -> None:
     pps_server.pps("client", "proof-approval", shop.client, "--required")
     try:

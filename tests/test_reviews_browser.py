@@ -24,7 +24,9 @@ from urllib.parse import urlencode
 import pytest
 from processing_support import Receiver, receiver
 from server_support import ROOT, Server, served, shop_token
-from test_browser import chromium, watch_csp  # noqa: F401  (the fixture, found by name)
+from test_browser import chromium, watch_csp
+
+__all__ = ["chromium"]  # the fixture shared with test_browser.py, used by name
 
 pytestmark = pytest.mark.slow
 
@@ -103,9 +105,7 @@ def wait_for(hook: Receiver, count: int, timeout: float = 20.0) -> list[Any]:
 
 
 def test_reviewer_approves_in_chromium_and_the_shop_gets_callback_and_pdf(
-    chromium: Any,  # noqa: F811  (the fixture imported from test_browser)
-    pps_server: Server,
-    hook: Receiver,
+    chromium: Any, pps_server: Server, hook: Receiver
 ) -> None:
     from pypdf import PdfReader
 
