@@ -122,11 +122,11 @@ def server_timeouts(timeout: float) -> dict[str, Any]:
     wait or a pre-ping, then a connect or a statement): a quarter for a free pooled
     connection (``pool_timeout``), two thirds for connecting (``connect_timeout``, whole
     seconds, at least 2: libpq's floor) or for one statement (``statement_timeout``,
-    enforced by the server). A server that stopped accepting
-    connections then costs one connect timeout, a server that is down a refused connect,
-    and ``pool_pre_ping`` replaces connections that a restart closed without a failed
-    request. Failures surface as SQLAlchemy's ``OperationalError``/``TimeoutError``,
-    which the web layer answers with 503.
+    enforced by the server). A server that stopped accepting connections then costs one
+    connect timeout, a server that is down a refused connect, and ``pool_pre_ping``
+    replaces connections that a restart closed without a failed request. Failures surface
+    as SQLAlchemy's ``OperationalError``/``TimeoutError``, which the web layer answers
+    with 503.
 
     The server enforces its statement timeout only while it runs; a server whose every
     process stopped would leave the client waiting. The client's own deadlines
