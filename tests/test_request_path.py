@@ -20,6 +20,7 @@ from test_files import PDF, SPEC, magento_claims, put_draft_file, sign
 
 from pps.platform.models import Client, Draft, Template, User
 from pps.platform.repository.sql import SqlRepository
+from pps.web.common import bodiless_redirect
 
 
 @pytest.fixture
@@ -133,6 +134,46 @@ def test_every_answer_carries_the_request_id_and_only_its_own_headers(
     assert page.headers["X-Request-ID"]
     assert page.headers["X-Frame-Options"] == "DENY"
     assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+
+
+PAGE_DEFAULTS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'self'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAGE_DEFAULTS))
+@pytest.mark.parametrize("spelling", [str, str.lower, str.upper])
+def test_a_header_the_view_set_is_kept_whatever_its_spelling(
+    app: Flask, name: str, spelling: Any
+) -> None:
+    """The hook adds a default only where the view set none: the view's own value stays,
+    once, however it spelled the name (header names are case-insensitive)."""
+    own = "view's own"
+
+    @app.get("/test-own-header")
+    def page() -> Response:
+        return Response("<p>hi</p>", mimetype="text/html", headers={spelling(name): own})
+
+    response = app.test_client().get("/test-own-header")
+    assert response.headers.getlist(name) == [own]
+    for other, default in PAGE_DEFAULTS.items():
+        if other != name:
+            assert len(response.headers.getlist(other)) == 1, other
+            assert response.headers[other].startswith(default), other
+    assert len(response.headers.getlist("X-Request-ID")) == 1
+
+
+def test_an_answer_without_content_gets_no_page_defaults(app: Flask) -> None:
+    @app.get("/test-no-content")
+    def empty() -> Response:
+        return bodiless_redirect("/elsewhere")
+
+    response = app.test_client().get("/test-no-content")
+    assert response.status_code == 302
+    assert set(response.headers.keys()) == {"Location", "Content-Length", "X-Request-ID"}
 
 
 # -- sessions only where they are used -----------------------------------------------------
