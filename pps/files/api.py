@@ -154,7 +154,7 @@ def _redirects(description: str) -> Callable[[F], F]:
 
 
 @files_api.get(
-    "/draft/<draft_hash>/<kind>",
+    "/draft/<draft_hash:draft_hash>/<kind>",
     document=_file_operation(
         summary="Redirect to a file rendered from a draft",
         description=(

