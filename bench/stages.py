@@ -23,6 +23,7 @@ them: a step takes two to three times what ``timeit`` of that step alone says.
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import tempfile
 import time
@@ -31,6 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 from urllib.parse import urlsplit
 
 import benchlib
@@ -73,29 +75,19 @@ def timed(spent: Counter[str], label: str, function: Callable[..., Any]) -> Call
 
 @contextmanager
 def stages_timed(app: Flask, endpoint: str, spent: Counter[str]) -> Iterator[None]:
-    """Time the stages of ``app``'s requests to ``endpoint`` into ``spent`` while open."""
+    """Time the stages of ``app``'s requests to ``endpoint`` into ``spent`` while open;
+    ``unittest.mock``'s patchers put every method back (or take the app's off again) after."""
     owners: dict[str, Any] = {"app": app, "ctx": RequestContext, "response": Response}
-    saved: list[tuple[Any, str, Any, bool]] = []
-    for label, owner_name, name in STAGES:
-        if owner_name == "view":
-            owner, name = app.view_functions, endpoint
-            saved.append((owner, name, owner[name], True))
-            owner[name] = timed(spent, label, owner[name])
-            continue
-        owner = owners[owner_name]
-        own = name in vars(owner)  # an instance attribute set here, or the class's own
-        saved.append((owner, name, getattr(owner, name), own))
-        setattr(owner, name, timed(spent, label, getattr(owner, name)))
-    try:
-        yield
-    finally:
-        for owner, name, original, own in reversed(saved):
-            if isinstance(owner, dict):
-                owner[name] = original
-            elif own or isinstance(owner, type):
-                setattr(owner, name, original)
+    with ExitStack() as patches:
+        for label, owner_name, name in STAGES:
+            if owner_name == "view":
+                view = timed(spent, label, app.view_functions[endpoint])
+                patches.enter_context(patch.dict(app.view_functions, {endpoint: view}))
             else:
-                delattr(owner, name)  # the app's bound method was found on its class
+                owner = owners[owner_name]
+                wrapped = timed(spent, label, getattr(owner, name))
+                patches.enter_context(patch.object(owner, name, wrapped))
+        yield
 
 
 def run(app: Flask, endpoint: str, requests: Requests, n: int, status: str) -> dict[str, float]:
@@ -141,7 +133,7 @@ def main() -> int:
         )
         svc.storage.put(key, benchlib.PRINT_PDF)
         file_path = f"/api-ext/files/draft/{draft_hash}/print"
-        serial = iter(range(10**9))
+        serial = itertools.count()
 
         def logins(count: int) -> list[dict[str, Any]]:
             return [environ("/auth", f"jwt={token}") for token in login_tokens(count)]
