@@ -195,6 +195,27 @@ def check_storable(data: Any) -> None:
         raise ValidationFailed(errors=errors)
 
 
+def json_object_body(raw: bytes, mimetype: str) -> dict[str, Any]:
+    """A body that is neither form: a JSON object (PHP's ``[]`` is ``{}``), checked by
+    :func:`check_storable`; 415 under another media type, 400 when malformed, 422 when it is
+    not an object."""
+    if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise UnsupportedMediaType()
+    try:
+        data = strict_json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"The request body is not valid JSON: {exc}") from None
+    if data == []:
+        return {}
+    if not isinstance(data, dict):
+        raise ValidationFailed(
+            "The request body must be a JSON object.",
+            errors={"_body": [f"Expected a JSON object, got {type(data).__name__}."]},
+        )
+    check_storable(data)  # lone surrogates, NUL, depth: 422 as for every other body
+    return data
+
+
 def flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:
     """marshmallow's nested messages as ``{"field.sub": ["..."]}``."""
     flat: dict[str, list[str]] = {}
@@ -242,20 +263,8 @@ class PpsParser(FlaskParser):
                 raise BadRequest("A multipart/form-data body needs a boundary parameter.")
             pairs = multipart_pairs(raw, boundary, req.max_form_parts)
             data = self._lists_where_wanted(php_form(pairs), schema)
-        elif mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
-            raise UnsupportedMediaType()
         else:
-            try:
-                data = strict_json.loads(raw)
-            except (ValueError, RecursionError) as exc:
-                raise BadRequest(f"The request body is not valid JSON: {exc}") from None
-            if data == []:
-                return {}
-            if not isinstance(data, dict):
-                raise ValidationFailed(
-                    "The request body must be a JSON object.",
-                    errors={"_body": [f"Expected a JSON object, got {type(data).__name__}."]},
-                )
+            return fold_names(json_object_body(raw, mimetype))
         check_storable(data)
         return fold_names(data)
 

@@ -15,14 +15,8 @@ from flask import current_app, request
 from werkzeug.datastructures import FileStorage as UploadedPart
 
 from pps.api.blueprint import Blueprint, F
-from pps.api.parser import check_storable, php_form, urlencoded_pairs
-from pps.platform import strict_json
-from pps.platform.errors import (
-    BadRequest,
-    PayloadTooLarge,
-    UnsupportedMediaType,
-    ValidationFailed,
-)
+from pps.api.parser import check_storable, json_object_body, php_form, urlencoded_pairs
+from pps.platform.errors import PayloadTooLarge, ValidationFailed
 
 __all__ = ["allow_upload_body", "json_or_form_body", "request_body", "uploaded_part"]
 
@@ -39,21 +33,7 @@ def json_or_form_body() -> dict[str, Any]:
         form = php_form(urlencoded_pairs(raw))
         check_storable(form)
         return form
-    if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
-        raise UnsupportedMediaType()
-    try:
-        data = strict_json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"The request body is not valid JSON: {exc}") from None
-    if data == []:
-        return {}
-    if not isinstance(data, dict):
-        raise ValidationFailed(
-            "The request body must be a JSON object.",
-            errors={"_body": [f"Expected a JSON object, got {type(data).__name__}."]},
-        )
-    check_storable(data)  # lone surrogates, NUL, depth: 422 as for every other body
-    return data
+    return json_object_body(raw, mimetype)
 
 
 def request_body(blp: Blueprint, body: dict[str, Any]) -> Callable[[F], F]:
