@@ -26,7 +26,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from pps.platform.models import Client
+from pps.platform.models import Client, User
 from pps.platform.repository.sql import SqlRepository, upgrade_database
 
 TEST_SECRET_KEY = "test-secret-key-0123456789abcdef"
@@ -224,6 +224,12 @@ def repo(app: Flask) -> SqlRepository:
 @pytest.fixture
 def tenant(repo: SqlRepository) -> Client:
     return repo.create_client("Shop A", allowed_origins=["https://shop-a.example"])
+
+
+@pytest.fixture
+def user(repo: SqlRepository, tenant: Client) -> User:
+    """A user of ``tenant`` with no attributes."""
+    return repo.create_user(tenant.identifier, {})
 
 
 @pytest.fixture

@@ -39,11 +39,6 @@ def card(app: Flask, repo: SqlRepository, tenant: Client) -> Template:
     return import_template(repo, app.extensions["pps"].storage, tenant.identifier, loaded)
 
 
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
 def file_token(tenant: Client) -> str:
     """A file token as the Magento module signs it: client, iat and exp."""
     now = int(time.time())

@@ -105,11 +105,6 @@ def log_in(client: FlaskClient, tenant: Client, user: User, redirect: str | None
 # -- arranging ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
 def make_draft(repo: SqlRepository, client: Client, user: User, **values: Any) -> Draft:
     template = repo.create_template(
         client.identifier,

@@ -28,11 +28,6 @@ CALLBACK = "https://shop.example/checkout?draft=1"
 
 
 @pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
-@pytest.fixture
 def draft(repo: SqlRepository, tenant: Client, user: User) -> Draft:
     return make_draft(repo, tenant, user)
 

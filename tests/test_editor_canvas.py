@@ -24,7 +24,6 @@ from test_editor import PNG, _png_size, form, log_in, open_editor
 from pps.editor.canvas import SAFE_MARGIN_MM, guides, hotspots
 from pps.editor.throttle import PreviewLimit, preview_wait
 from pps.platform.models import Client, User
-from pps.platform.repository.sql import SqlRepository
 from pps.render import TemplateSpec, parse_spec
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "templates"
@@ -128,11 +127,6 @@ def create_draft(api: ApiClient, user: User, template: str, **body: Any) -> str:
     )
     assert response.status_code in (200, 201), response.get_data(as_text=True)
     return str(response.get_json()["data"]["draftHash"])
-
-
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
 
 
 def hotspot_tags(page: str) -> list[str]:

@@ -30,11 +30,6 @@ CANCEL = f"{SHOP}/product/card?cancelled=1"
 GERMAN = {"Accept-Language": "de-DE,de;q=0.9,en;q=0.5"}
 
 
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
 def token(tenant: Client, user: User, **claims: Any) -> str:
     """A login token as the PHP SDK signs it (``jti`` in the header)."""
     body: dict[str, Any] = {

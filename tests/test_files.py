@@ -77,11 +77,6 @@ def magento_claims(client: Client, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
-@pytest.fixture
 def template(repo: SqlRepository, tenant: Client) -> Template:
     return repo.create_template(
         tenant.identifier,

@@ -172,11 +172,6 @@ def assert_german(page: str, where: str) -> None:
     assert '<html lang="de">' in page, where
 
 
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
 def test_every_editor_page_under_de_comes_from_the_catalogue(
     client: FlaskClient, repo: SqlRepository, tenant: Client, user: User
 ) -> None:

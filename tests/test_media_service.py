@@ -38,11 +38,6 @@ def card(app: Flask, repo: SqlRepository, tenant: Client) -> Template:
     return import_template(repo, app.extensions["pps"].storage, tenant.identifier, loaded)
 
 
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
 def upload(api: ApiClient, data: bytes, name: str = "logo.png") -> str:
     response = api.post(
         "/api-ext/file", data=multipart(name, data), content_type="multipart/form-data"

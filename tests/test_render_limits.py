@@ -63,11 +63,6 @@ def storage(app: Flask) -> CountingStorage:
     return counting
 
 
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
 def poster(repo: SqlRepository, tenant: Client, spec: dict[str, Any] = SPEC) -> Template:
     return repo.create_template(
         tenant.identifier,

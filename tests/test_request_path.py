@@ -24,11 +24,6 @@ from pps.web.common import bodiless_redirect
 
 
 @pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
-@pytest.fixture
 def template(repo: SqlRepository, tenant: Client) -> Template:
     return repo.create_template(
         tenant.identifier,

@@ -156,11 +156,6 @@ def test_input_keyboard_and_autofill_follow_the_type_and_the_key(
 # -- the editor page ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
 def card_draft(repo: SqlRepository, tenant: Client, user: User, spec: dict[str, Any]) -> str:
     template = repo.create_template(
         tenant.identifier,

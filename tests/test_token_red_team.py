@@ -75,11 +75,6 @@ CASES = list(surrogate_cases("c", "u"))
 
 
 @pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
-@pytest.fixture
 def template(repo: SqlRepository, tenant: Client) -> Template:
     return repo.create_template(
         tenant.identifier,

@@ -37,11 +37,6 @@ def card(repo: SqlRepository, tenant: Client) -> Template:
     return card_template(repo, tenant)
 
 
-@pytest.fixture
-def user(repo: SqlRepository, tenant: Client) -> User:
-    return repo.create_user(tenant.identifier, {})
-
-
 def new_draft(api: ApiClient, user: User, card: Template, **options: Any) -> str:
     response = api.post(
         "/api-ext/draft",
