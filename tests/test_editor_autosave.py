@@ -122,6 +122,9 @@ def test_autosave_ignores_keys_the_template_does_not_have(
     assert stored(repo, tenant, draft).values == {"phone": "+49 1"}
 
 
+JSON = "application/json"
+
+
 @pytest.mark.parametrize(
     ("body", "content_type", "status", "field"),
     [
@@ -147,6 +150,12 @@ def test_autosave_ignores_keys_the_template_does_not_have(
             "values.headline",
         ),
         ('{"baseVersion": 1, "values": {}, "force": true}', "application/json", 422, "force"),
+        # Stored, these would break every later page of the draft (not encodable, or not
+        # storable in PostgreSQL's text).
+        (r'{"baseVersion": 1, "values": {"headline": "Ada\ud800"}}', JSON, 422, "values.headline"),
+        (r'{"baseVersion": 1, "values": {"headline": "A\u0000"}}', JSON, 422, "values.headline"),
+        (r'{"baseVersion": 1, "values": {"head\udfffline": "x"}}', JSON, 422, "values"),
+        (r'{"baseVersion": 1, "values": {"head\u0000": "x"}}', JSON, 422, "values"),
     ],
 )
 def test_autosave_refuses_bad_bodies_with_json_and_changes_nothing(

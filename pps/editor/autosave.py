@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pps.platform.storable_text import text_problem
+
 __all__ = [
     "BASE_VERSION_FIELD",
     "AutosaveBody",
@@ -76,8 +78,15 @@ def autosave_body(
         errors["values"] = [f"At most {max_values} values."]
         values = {}
     for key, value in values.items():
-        if not isinstance(value, str):
-            errors[f"values.{key[:100]}"] = ["Must be a string."]
+        key_problem = text_problem(key)
+        field = f"values.{key[:100]}" if key_problem is None else "values"
+        if key_problem is not None:
+            # Stored, a NUL or a lone surrogate would break every later page of the draft.
+            errors.setdefault(field, []).append(f"A key {key_problem}")
+        elif not isinstance(value, str):
+            errors[field] = ["Must be a string."]
+        elif (value_problem := text_problem(value)) is not None:
+            errors.setdefault(field, []).append(f"The value {value_problem}")
     if errors or not isinstance(base, int):
         return None, errors
     cleaned = {
