@@ -330,6 +330,18 @@ def test_replicate_draft(api: Any, repo: SqlRepository, tenant: Client, method: 
     assert repo.get_draft(tenant.identifier, draft["draftHash"]) is not None
 
 
+def test_head_on_replicate_is_405_and_copies_nothing(
+    api: Any, repo: SqlRepository, tenant: Client
+) -> None:
+    """Flask answers HEAD with the GET view; here GET writes, so a probe must not."""
+    stored = make_draft(repo, tenant)
+    before = counts(repo)
+    response = api.request("HEAD", f"/api-ext/draft/{stored.draft_hash}/replicate")
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET, POST"
+    assert counts(repo) == before
+
+
 # -- claim --------------------------------------------------------------------------------
 
 

@@ -25,10 +25,10 @@ from pps.auth.login import (
     login_current,
 )
 from pps.auth.way_back import from_redirect
-from pps.platform.errors import MethodNotAllowed, Unauthorized
+from pps.platform.errors import Unauthorized
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.web import bp
-from pps.web.common import bodiless_redirect, services, token_redirect
+from pps.web.common import bodiless_redirect, refuse_head, services, token_redirect
 from pps.web.error_pages import page_locale
 from pps.web.i18n import Translator
 
@@ -37,12 +37,7 @@ __all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "exchange_handoff", "logged_in_
 
 @bp.get("/auth")
 def login() -> Any:
-    if request.method == "HEAD":
-        # Flask answers HEAD with the GET view; link scanners in mail and chat clients probe
-        # URLs that way. A probe must not use up the one login the token is good for.
-        raise MethodNotAllowed(
-            "Open this login link with GET in a browser.", headers={"Allow": "GET"}
-        )
+    refuse_head("Open this login link with GET in a browser.")  # one login per token
     svc = services()
     try:
         done = log_in(svc, request.args.get("jwt", ""), request_path=request.path)
@@ -81,11 +76,7 @@ def exchange_handoff() -> Response | None:
     code = request.args.get(HANDOFF_PARAM)
     if code is None:
         return None
-    if request.method == "HEAD":
-        # As on /auth: a link scanner's probe must not use the code up.
-        raise MethodNotAllowed(
-            "Open this editor link with GET in a browser.", headers={"Allow": "GET"}
-        )
+    refuse_head("Open this editor link with GET in a browser.")  # one exchange per code
     data = take_handoff(services().ephemeral, code)
     if data is None:
         refused = Unauthorized(

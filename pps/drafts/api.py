@@ -27,6 +27,7 @@ from pps.render.problems import english
 from pps.uploads.images import media_problems
 from pps.variants.options import check_group, new_draft_options, variant_change
 from pps.vdata.service import copy_rows
+from pps.web.common import refuse_head
 from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("drafts", "Draft")
@@ -242,20 +243,23 @@ def delete_draft(draft_hash: str) -> Response:
 @blp.route("/draft/<draft_hash:draft_hash>/replicate", methods=["POST", "GET"])
 @blp.body(DraftReplicateInput)
 @blp.response(200, DraftResponse)
-@blp.errors(404)
+@blp.errors(404, 405, s405="`HEAD`: it would make a copy; send `GET` or `POST`.")
 def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     """Copy a draft
 
     A new draft (new hash) with the same template, user and values. `apiDefaultValues` and
     `customAttributes` sent are laid over the source's, key by key. GET is accepted too, as
-    the Magento module sends it. The copy keeps `disablePreflight` and `remoteAcl` and
-    starts unlocked; options sent override these. `draftParameter` and `pagePlanner` are
-    accepted when they change nothing (null, false, empty), else a 422 naming them.
+    the Magento module sends it; `HEAD` is a 405, since it would make a copy. The copy
+    keeps `disablePreflight` and `remoteAcl` and starts unlocked; options sent override
+    these. `draftParameter` and `pagePlanner` are accepted when they change nothing (null,
+    false, empty), else a 422 naming them.
 
     A draft with variable data is copied with its rows (`personalizations.amount` is the
     same): each record renders the copy's values overlaid by its row, so the values sent
     here fill what a row leaves unmapped.
     """
+    # GET writes here (the Magento module's call), so a HEAD probe must not make a copy.
+    refuse_head("HEAD would copy the draft; send GET or POST.", allow="GET, POST")
     svc = services()
     client = current_client().identifier
     source = _found(svc.repository.get_draft(client, draft_hash))

@@ -39,11 +39,11 @@ from pps.files.rendering import (
     template_preview_file,
     variable_rows,
 )
-from pps.platform.errors import Forbidden, MethodNotAllowed, NotFound, PpsError, ValidationFailed
+from pps.platform.errors import Forbidden, NotFound, PpsError, ValidationFailed
 from pps.platform.models import DraftRef, Template
 from pps.platform.storage import StoredFile
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
-from pps.web.common import services, token_redirect
+from pps.web.common import refuse_head, services, token_redirect
 
 log = logging.getLogger(__name__)
 
@@ -121,17 +121,15 @@ files_api = Blueprint(
 )
 
 
-def refuse_head() -> None:
+def refuse_head_of_file_urls() -> None:
     """Flask answers ``HEAD`` with the ``GET`` view, which would use the token up."""
-    if request.method == "HEAD":
-        raise MethodNotAllowed(
-            "File URLs answer GET only: a HEAD request would use up a single-use token. "
-            "The file link this URL redirects to answers HEAD.",
-            headers={"Allow": "GET"},
-        )
+    refuse_head(
+        "File URLs answer GET only: a HEAD request would use up a single-use token. "
+        "The file link this URL redirects to answers HEAD."
+    )
 
 
-files_api.before_request(refuse_head)
+files_api.before_request(refuse_head_of_file_urls)
 
 
 def _file_operation(*, summary: str, description: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from flask import Response, current_app, request
 from pps.api import bp, current_client, no_content, resource
 from pps.api.blueprint import Blueprint, F
 from pps.auth.access import check_token
-from pps.files.api import TokenMissing, refuse_head
+from pps.files.api import TokenMissing, refuse_head_of_file_urls
 from pps.files.links import issue_link
 from pps.platform.errors import Forbidden, NotFound
 from pps.reviews.schemas import (
@@ -139,7 +139,7 @@ review_files = Blueprint(
     security=[{"jwt": []}],
     always=(400, 401, 403, 404, 405, 503),
 )
-review_files.before_request(refuse_head)
+review_files.before_request(refuse_head_of_file_urls)
 
 _JWT = {
     "name": "jwt",

@@ -1,16 +1,18 @@
 """What the browser routes share: the app's services, reached through Flask's app context,
-and the bodiless redirects of logins, file links and the router."""
+the bodiless redirects of logins, file links and the router, and the refusal of ``HEAD``
+where a ``GET`` uses something up."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from flask import Response, current_app
+from flask import Response, current_app, request
 
+from pps.platform.errors import MethodNotAllowed
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.platform.services import Services
 
-__all__ = ["bodiless_redirect", "services", "token_redirect"]
+__all__ = ["bodiless_redirect", "refuse_head", "services", "token_redirect"]
 
 
 def services() -> Services:
@@ -34,3 +36,14 @@ def bodiless_redirect(
 def token_redirect(location: str) -> Response:
     """The bodiless ``302`` of a login or a file link (see ``TOKEN_URL_HEADERS``)."""
     return bodiless_redirect(location, headers=TOKEN_URL_HEADERS)
+
+
+def refuse_head(message: str, *, allow: str = "GET") -> None:
+    """A ``405`` for ``HEAD``, before anything is used up or written.
+
+    Flask answers ``HEAD`` with the ``GET`` view, and link scanners in mail and chat clients
+    probe URLs that way; where ``GET`` spends a single-use token or a code, or writes, a
+    probe must not.
+    """
+    if request.method == "HEAD":
+        raise MethodNotAllowed(message, headers={"Allow": allow})
