@@ -742,7 +742,16 @@ def test_without_any_callback_the_buttons_say_so(
 
 @pytest.mark.parametrize(
     "callback",
-    ["javascript:alert(1)", "data:text/html,hi", "//evil.example", "https://a@evil.example/"],
+    [
+        "javascript:alert(1)",
+        "data:text/html,hi",
+        "//evil.example",
+        "https://a@evil.example/",
+        # Host names Location cannot carry (an empty label, a label over 63 characters):
+        # followed, the answer failed after the draft was finished.
+        "https://shop..example/done",
+        "https://" + "a" * 64 + ".example/done",
+    ],
 )
 def test_dangerous_callbacks_are_never_linked_even_signed(
     client: FlaskClient, tenant: Client, user: User, draft: Draft, callback: str

@@ -168,6 +168,12 @@ def test_origin_of(url: str, origin: str) -> None:
         "https:shop.example",
         "https://shop..example\\",
         "https://shop.example:70000",
+        # Not encodable for Location: an empty label, a label over 63 characters, a name
+        # over 253.
+        "https://shop..example",
+        "https://.shop.example",
+        "https://" + "a" * 64 + ".example",
+        "https://" + "a." * 127 + "example",
     ],
 )
 def test_origin_of_refuses(url: str) -> None:

@@ -28,7 +28,10 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 # A scheme as the WHATWG URL parser recognises one: anything matching this before a ':' is
 # a scheme to a browser, whatever the rest of the string looks like.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-_HOSTNAME = re.compile(r"[a-z0-9](?:[a-z0-9_\-.]*[a-z0-9_\-])?")
+# Labels of 1 to 63 characters, as DNS and IDNA have them: an empty or longer label cannot
+# be encoded for Location (Werkzeug's IDNA step fails after the view has answered).
+_HOSTNAME = re.compile(r"[a-z0-9][a-z0-9_\-]{0,62}(?:\.[a-z0-9_\-]{1,63})*")
+_MAX_HOSTNAME = 253
 _IPV6 = re.compile(r"\[[0-9a-f:.]+\]")
 _PORT = re.compile(r"[0-9]{0,5}")
 _AUTHORITY_END = re.compile(r"[/?#]")
@@ -171,7 +174,7 @@ def _split_host_port(authority: str) -> tuple[str, int | None]:
     else:
         host, colon, port_text = authority.partition(":")
         port_text = colon + port_text
-        valid_host = _HOSTNAME.fullmatch(host) is not None
+        valid_host = len(host) <= _MAX_HOSTNAME and _HOSTNAME.fullmatch(host) is not None
     if not valid_host:
         raise RedirectRefused(f"the host {host!r} is not a valid ASCII host name")
     if not port_text:
