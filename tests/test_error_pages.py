@@ -105,6 +105,28 @@ def test_an_expired_login_link_leads_to_the_shops_start_page_without_a_cancel_ad
     assert parts["back_text"] == "Back to the shop"
 
 
+@pytest.mark.parametrize(
+    ("redirect", "back"),
+    [
+        ("https://shop-a.example/after-login", "https://shop-a.example/"),  # allowed (conftest)
+        ("https://evil.example/phish", None),
+    ],
+)
+def test_an_expired_link_to_a_shop_page_leads_back_only_to_an_allowed_origin(
+    client: FlaskClient, tenant: Client, user: User, redirect: str, back: str | None
+) -> None:
+    """The way back follows the rule of the redirect itself: a valid token sending the
+    browser to an origin the client does not allow is refused, so its expired twin must not
+    link there either."""
+    now = int(time.time())
+    jwt = token(tenant, user, redirect=redirect, iat=now - 600, exp=now - 300)
+    response = client.get("/auth", query_string={"jwt": jwt})
+    assert response.status_code == 401
+    parts = page_parts(response.get_data(as_text=True))
+    assert parts["kind"] == "link_expired"
+    assert parts["back"] == back
+
+
 def test_a_link_with_a_bad_signature_names_no_way_back(
     client: FlaskClient, repo: SqlRepository, tenant: Client, user: User
 ) -> None:
@@ -207,9 +229,16 @@ def test_the_way_back_is_only_ever_a_plain_shop_address() -> None:
     from pps.auth.way_back import from_callbacks, from_redirect, from_session_entries
 
     base = "http://localhost"
-    assert from_redirect(f"{SHOP}/after-login?x=1", base_url=base) == f"{SHOP}/"
-    assert from_redirect(None, base_url=base) is None
-    assert from_redirect(f"{base}/editor/abc/edit", base_url=base) is None  # no callbacks
+    allowed = [SHOP]
+    assert from_redirect(f"{SHOP}/after-login?x=1", base_url=base, allowed_origins=allowed) == (
+        f"{SHOP}/"
+    )
+    # An origin the login itself would have refused is no way back either.
+    assert from_redirect(f"{SHOP}/after-login", base_url=base, allowed_origins=()) is None
+    assert from_redirect("https://evil.example/x", base_url=base, allowed_origins=allowed) is None
+    assert from_redirect(None, base_url=base, allowed_origins=allowed) is None
+    # An editor URL without callbacks names none.
+    assert from_redirect(f"{base}/editor/abc/edit", base_url=base, allowed_origins=allowed) is None
     # A callback_cancel that is not a web address is never followed; the shop's origin is.
     assert from_callbacks(
         {"callback_cancel": "javascript:alert(1)", "callback": DONE}, base_url=base

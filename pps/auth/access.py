@@ -106,7 +106,7 @@ def claim_jti(svc: Services, checked: CheckedToken, *, login: bool) -> None:
         return
     key, ttl = _nonce(svc, checked)
     if not svc.ephemeral.claim(key, ttl):
-        raise _replayed(token.jti, login=login, redirect=token.redirect)
+        raise _replayed(checked, login=login)
 
 
 def claim_jti_and_put(
@@ -123,7 +123,7 @@ def claim_jti_and_put(
         return
     key, ttl = _nonce(svc, checked)
     if not svc.ephemeral.claim_and_put(key, ttl, link, value, link_ttl):
-        raise _replayed(token.jti, login=login, redirect=token.redirect)
+        raise _replayed(checked, login=login)
 
 
 def _nonce(svc: Services, checked: CheckedToken) -> tuple[str, int]:
@@ -135,10 +135,12 @@ def _nonce(svc: Services, checked: CheckedToken) -> tuple[str, int]:
     return nonce_key(checked.client.identifier, token.jti), ttl
 
 
-def _replayed(jti: str, *, login: bool, redirect: str | None = None) -> TokenRejected:
+def _replayed(checked: CheckedToken, *, login: bool) -> TokenRejected:
+    token = checked.token
     replayed = ReplayedToken(
-        f"the token with jti {jti!r} was used already; every token is good for "
+        f"the token with jti {token.jti!r} was used already; every token is good for "
         "one use only, so sign a new one with a fresh jti",
-        signed_redirect=redirect,
+        signed_redirect=token.redirect,
+        signed_client=checked.client.identifier,
     )
     return token_error(replayed, login=login)

@@ -107,10 +107,19 @@ class TokenError(Exception):
     #: The token's signed ``redirect`` claim, when the signature verified before the
     #: failure (an expired or used-up login link): the error page's way back to the shop.
     signed_redirect: str | None = None
+    #: The client whose key signed it, whose allowed origins that way back must be on.
+    signed_client: str | None = None
 
-    def __init__(self, reason: str, *, signed_redirect: str | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        signed_redirect: str | None = None,
+        signed_client: str | None = None,
+    ) -> None:
         self.reason = reason
         self.signed_redirect = signed_redirect
+        self.signed_client = signed_client
         super().__init__(reason)
 
 
@@ -244,7 +253,9 @@ def verify_token(
     current = time.time() if now is None else now
     if exp is not None and current > exp + leeway:
         raise ExpiredToken(
-            f"token expired at {_when(exp)} (leeway {leeway:g} s)", signed_redirect=redirect
+            f"token expired at {_when(exp)} (leeway {leeway:g} s)",
+            signed_redirect=redirect,
+            signed_client=client,
         )
     if nbf is not None and current < nbf - leeway:
         raise NotYetValid(f"token not valid before {_when(nbf)} (leeway {leeway:g} s)")
@@ -289,6 +300,7 @@ def check_login_age(token: VerifiedToken, *, now: float, leeway: float, max_age:
             "ago: a used login token is remembered that long only (PPS_NONCE_TTL), so older "
             "ones are refused; sign a fresh one for each login",
             signed_redirect=token.redirect,
+            signed_client=token.client,
         )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pps.auth.callbacks import query_callbacks, vetted_callbacks
-from pps.auth.redirects import origin_of
+from pps.auth.redirects import RedirectRefused, origin_of, safe_redirect_target
 
 __all__ = ["from_callbacks", "from_redirect", "from_session_entries"]
 
@@ -34,14 +34,22 @@ def from_callbacks(callbacks: Mapping[str, str] | None, *, base_url: str) -> str
     return None
 
 
-def from_redirect(redirect: str | None, *, base_url: str) -> str | None:
+def from_redirect(
+    redirect: str | None, *, base_url: str, allowed_origins: Iterable[str]
+) -> str | None:
     """The way back named by a signed ``redirect`` claim: its editor URL's callbacks, or the
-    origin of a shop page it pointed at."""
+    origin of a shop page it pointed at when that origin is one the login itself would have
+    sent the browser to (``allowed_origins``, the signing client's)."""
     if not redirect:
         return None
     origin = origin_of(redirect)
     if origin is not None and origin != origin_of(base_url):
-        return origin + "/"
+        try:
+            return safe_redirect_target(
+                origin + "/", base_url=base_url, allowed_origins=allowed_origins
+            )
+        except RedirectRefused:
+            return None
     return from_callbacks(query_callbacks(urlsplit(redirect).query), base_url=base_url)
 
 

@@ -43,8 +43,12 @@ def login() -> Any:
         done = log_in(svc, request.args.get("jwt", ""), request_path=request.path)
     except TokenRejected as exc:
         # A used or expired link whose signature was good names the shop's way back.
+        signer = exc.token_error.signed_client
+        client = svc.clients.get(signer) if signer is not None else None
         exc.back_url = from_redirect(
-            exc.token_error.signed_redirect, base_url=svc.settings.base_url
+            exc.token_error.signed_redirect,
+            base_url=svc.settings.base_url,
+            allowed_origins=client.allowed_origins if client is not None else (),
         )
         raise
     if done.handoff is None:
