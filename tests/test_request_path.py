@@ -233,3 +233,6 @@ def test_routing_redirects_are_relative_whatever_the_host(
     assert location == expected.format(draft=draft.draft_hash) + "?jwt=a.b.c&x=1"
     assert "evil" not in location and not location.startswith("//")
     assert response.headers["X-Request-ID"]
+    # The Location repeats the token: no cache keeps it, no Referer carries it on.
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.headers["Referrer-Policy"] == "no-referrer"

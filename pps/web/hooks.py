@@ -8,7 +8,8 @@ endpoints' refusal of ``HEAD``):
 * :func:`relative_routing_redirect`: Werkzeug's routing redirects (``//editor//x`` to
   ``/editor/x``, a missing or extra trailing slash) name the ``Host`` the client sent as
   an absolute URL; pps answers them with the path alone, so a forged ``Host`` never comes
-  back in a ``Location``.
+  back in a ``Location``, and with the headers of a token URL's answer, since the URL may
+  carry one.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, request
 from werkzeug.routing import RequestRedirect
 
-from pps.platform.http_headers import page_headers
+from pps.platform.http_headers import TOKEN_URL_HEADERS, page_headers
 from pps.web.common import bodiless_redirect
 from pps.web.errors import request_id
 
@@ -67,7 +68,10 @@ def relative_routing_redirect() -> Response | None:
     location = "/" + target.path.lstrip("/")
     if target.query:
         location += "?" + target.query
-    return bodiless_redirect(location, status=redirect.code)
+    # The URL may carry a token (?jwt=, ?handoff=, a file link's path), which the Location
+    # repeats: as on the answers of the token URLs themselves, no cache may keep a 308
+    # (cacheable by default) and the next request sends no Referer.
+    return bodiless_redirect(location, status=redirect.code, headers=TOKEN_URL_HEADERS)
 
 
 def register_hooks(app: Flask) -> None:
