@@ -711,6 +711,29 @@ def test_a_browser_that_never_saw_the_login_opens_the_editor_with_its_location(
     assert page.status_code == 200 and 'value="Ada Lovelace"' in page.get_data(as_text=True)
 
 
+@pytest.mark.parametrize("stale", ["handoff=old", "hand%6Fff=old&handoff=older"])
+def test_a_handoff_in_the_signed_redirect_is_replaced_by_the_new_one(
+    app: Flask, tenant: Client, user: User, draft_hash: str, stale: str
+) -> None:
+    """A shop that signs a Location an earlier login answered: the editor reads the first
+    handoff of the query, so a stale one left in front would spend the login on a "link
+    used" page."""
+    redirect = f"/editor/{draft_hash}/edit?{stale}&locale=de"
+    response = app.test_client().get(
+        "/auth", query_string={"jwt": login_token(tenant, user, redirect=redirect)}
+    )
+    assert response.status_code == 302
+    location = response.headers["Location"]
+    found = HANDOFF.search(location)
+    assert found is not None and location.count("handoff=") == 1, location
+    assert "old" not in location
+    browser = app.test_client()
+    exchanged = browser.get(location)
+    assert exchanged.status_code == 303
+    assert exchanged.headers["Location"] == f"/editor/{draft_hash}/edit?locale=de"
+    assert browser.get(exchanged.headers["Location"]).status_code == 200
+
+
 def test_a_handoff_code_works_once(app: Flask, tenant: Client, user: User, draft_hash: str) -> None:
     location = shop_calls_auth(app, tenant, user, draft_hash)
     assert app.test_client().get(location).status_code == 303

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import unquote_plus
 
 from pps.platform.ephemeral import EphemeralStore, handoff_key
 from pps.platform.ids import secret_token
@@ -25,6 +26,7 @@ __all__ = [
     "HANDOFF_PARAM",
     "HANDOFF_TTL",
     "encode_grant",
+    "is_handoff_part",
     "new_code",
     "take_handoff",
     "with_handoff",
@@ -42,10 +44,21 @@ def new_code() -> str:
 
 
 def with_handoff(location: str, code: str) -> str:
-    """``location`` with ``handoff=<code>`` added to its query (before any fragment)."""
+    """``location`` with ``handoff=<code>`` in its query (before any fragment), instead of
+    any ``handoff`` it named already: a shop that signs a ``Location`` an earlier login
+    answered would otherwise send the browser to its used code, which the editor reads
+    first, and the login would be spent on a "link used" page."""
     address, hash_mark, fragment = location.partition("#")
-    separator = "&" if "?" in address else "?"
-    return f"{address}{separator}{HANDOFF_PARAM}={code}{hash_mark}{fragment}"
+    path, _, query = address.partition("?")
+    kept = [part for part in query.split("&") if part and not is_handoff_part(part)]
+    kept.append(f"{HANDOFF_PARAM}={code}")
+    return f"{path}?{'&'.join(kept)}{hash_mark}{fragment}"
+
+
+def is_handoff_part(part: str) -> bool:
+    """Whether ``part`` of a raw query (``name=value``) is a handoff code, its name
+    percent-encoded or not (``hand%6Fff`` is the same name to the editor's query parser)."""
+    return unquote_plus(part.partition("=")[0]) == HANDOFF_PARAM
 
 
 def encode_grant(data: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from flask import Response, render_template, request, session, url_for
 
 from pps.auth.access import TokenRejected
-from pps.auth.handoff import HANDOFF_PARAM, take_handoff
+from pps.auth.handoff import HANDOFF_PARAM, is_handoff_part, take_handoff
 from pps.auth.login import (
     SESSION_CLIENT,
     SESSION_EDITOR,
@@ -94,7 +94,7 @@ def exchange_handoff() -> Response | None:
     session.update(data)
     # The rest of the query exactly as it came (the shop's encoded callbacks included).
     query = request.query_string.decode("ascii", "replace")
-    rest = "&".join(part for part in query.split("&") if not part.startswith(f"{HANDOFF_PARAM}="))
+    rest = "&".join(part for part in query.split("&") if part and not is_handoff_part(part))
     # The path built again by the router, quoted: request.path is decoded, and a draft hash
     # sent as "%0d%0a" would put a line break into the header (a 500 after the code is used).
     endpoint, view_args = request.endpoint, request.view_args
