@@ -23,7 +23,7 @@ from processing_support import card_draft, card_template, receiver
 from standardwebhooks import Webhook as StandardWebhook
 
 from app import create_app
-from pps.platform.ssrf import address_problem, check_url, post
+from pps.platform.ssrf import ForbiddenTarget, address_problem, check_url, parse_target, post
 from pps.webhooks.events import DRAFT_CREATED, EVENTS, PROCESSING_STATE_CHANGED, emit
 
 URL = "/api-ext/webhook"
@@ -163,6 +163,23 @@ def test_allowed_hosts_lift_the_private_rule_for_those_names_only() -> None:
         check_url(
             "http://169.254.169.254/", allow_private=False, allowed_hosts=("169.254.169.254",)
         )
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://127.0.0.1:0/hook", "port 0"),
+        ("http://[2001:4860::8888]:0/", "port 0"),
+        ("http://127.0.0.1:65536/", "valid URL"),
+        ("http://user:pw@127.0.0.1/", "user name"),
+        ("ftp://127.0.0.1/", "http"),
+        ("http:///hook", "host"),
+    ],
+)
+def test_url_shapes_that_cannot_be_delivered_are_refused(url: str, problem: str) -> None:
+    """Checked on the URL alone, before any name is resolved or anything is sent."""
+    with pytest.raises(ForbiddenTarget, match=problem):
+        parse_target(url)
 
 
 def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:

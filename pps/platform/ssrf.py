@@ -183,6 +183,8 @@ def parse_target(url: str) -> Target:
     host = parts.hostname
     if not host:
         raise ForbiddenTarget("Must name a host.")
+    if port == 0:  # no server listens there; a client would quietly use 80 or 443
+        raise ForbiddenTarget("Must not name port 0.")
     path = parts.path or "/"
     if parts.query:
         path = f"{path}?{parts.query}"
