@@ -376,6 +376,10 @@ def test_too_many_values_are_422(
         ("per_page=0", "per_page"),
         ("per_page=x", "per_page"),
         ("perPage=1001", "perPage"),
+        # int() reads these; a query string's number is ASCII digits.
+        ("page=%D9%A2", "page"),
+        ("page=1_000", "page"),
+        ("per_page=%205", "per_page"),
     ],
 )
 @pytest.mark.parametrize("path", ["/api-ext/draft", "/api-ext/template"])

@@ -347,7 +347,7 @@ def test_a_form_without_base_version_is_not_checked_and_a_bad_one_is_refused(
 ) -> None:
     _, token = opened(client, tenant, user, draft)
     before = snapshot(repo)
-    for bad in ("x", "-1", "0", "1.5", "99999999999"):
+    for bad in ("x", "-1", "0", "1.5", "99999999999", "\u0661", "1_0"):
         response = client.post(edit_url(draft), data={**form(token), "base_version": bad})
         assert response.status_code == 400, bad
     assert snapshot(repo) == before

@@ -356,8 +356,18 @@ class MergeInput(Input):
     sourceUserIdentifier = fields.String(required=True, validate=validate.Length(min=1, max=64))
 
 
+class QueryNumber(fields.Integer):
+    """A whole number written in ASCII digits, as query strings carry them: ``int()``
+    alone would also read ``page=٢`` (an Arabic-Indic two), ``1_000`` and `` 5 ``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
 _PAGE_RANGE = validate.Range(min=1, max=1_000_000)
-_PER_PAGE = fields.Integer(
+_PER_PAGE = QueryNumber(
     load_default=25,
     validate=validate.Range(min=1, max=MAX_PER_PAGE),
     metadata={
@@ -368,7 +378,7 @@ _PER_PAGE = fields.Integer(
 
 
 class PageArgs(Input):
-    page = fields.Integer(load_default=1, validate=_PAGE_RANGE)
+    page = QueryNumber(load_default=1, validate=_PAGE_RANGE)
     perPage = _PER_PAGE
 
 
@@ -384,7 +394,7 @@ class DraftListArgs(PageArgs):
 
 
 class TemplateListArgs(Input):
-    page = fields.Integer(
+    page = QueryNumber(
         load_default=None,
         validate=_PAGE_RANGE,
         metadata={"description": "Without `page`, every template of the client in one page."},

@@ -46,7 +46,7 @@ def form_base_version(form: Mapping[str, str]) -> int | None:
     if raw is None or raw == "":
         return None
     text = raw.strip()
-    if not text.isdecimal() or not 0 < int(text) <= _MAX_VERSION:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= _MAX_VERSION:
         raise BadBaseVersion(raw)
     return int(text)
 
