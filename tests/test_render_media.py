@@ -132,6 +132,18 @@ def test_any_colour_and_shared_choices() -> None:
     }
 
 
+def test_a_size_sent_as_a_number_is_the_option_it_prints_as() -> None:
+    """A shop's PHP array keeps 12 an int; every DataKey value is read as its text."""
+    spec = parse_spec(spec_with({**TEXT, "choices": {"size": [8, 10, 10.5]}}))
+    for value in (10.5, "10.5", 8, 8.0):
+        assert check_values(spec, {"name.size": value}) == {}, value
+    picked = resolve(spec, {"name.size": 10.5}).pages[0].elements[0]
+    assert picked.size == 10.5  # type: ignore[union-attr]
+    for value in (9, True, [8], {"size": 8}):
+        problems = check_values(spec, {"name.size": value})["name.size"]
+        assert problems[0].code == Code.VALUE_CHOICE, value
+
+
 def test_a_data_key_cannot_be_both_an_image_and_a_text() -> None:
     data = spec_with(TEXT)
     data["pages"][0]["elements"].append({"type": "image", "dataKey": "name", "box": TEXT["box"]})

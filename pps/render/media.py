@@ -37,6 +37,7 @@ from pps.render.model import (
     TextElement,
 )
 from pps.render.problems import Code, Problem
+from pps.render.text import as_text
 
 __all__ = [
     "UPLOAD_PREFIX",
@@ -132,12 +133,15 @@ def crop_problem(crop: Crop | None, size: tuple[int, int]) -> Problem | None:
 
 
 def choice_problem(choice: Choice, value: object) -> Problem | None:
-    """Why ``value`` is not one of the options of ``choice``; None when it is (or empty)."""
-    if value is None or value == "":
+    """Why ``value`` is not one of the options of ``choice``; None when it is (or empty).
+
+    Read as the text it prints as (:func:`~pps.render.text.as_text`), like every DataKey
+    value: a shop's PHP array keeps ``12`` an int, and ``12`` is the size option "12".
+    """
+    text = as_text(value)
+    if not text:
         return None
-    if isinstance(value, str) and (
-        choice.find(value) is not None or (choice.free and _HEX.fullmatch(value))
-    ):
+    if choice.find(text) is not None or (choice.free and _HEX.fullmatch(text)):
         return None
     options = ", ".join(option.value for option in choice.options)
     if choice.free:
@@ -194,12 +198,13 @@ def _bound_image(element: ImageElement, value: object) -> ImageElement:
 
 
 def _picked(choice: Choice, value: object) -> object | None:
-    if not isinstance(value, str) or not value:
+    text = as_text(value)  # as choice_problem reads it
+    if not text:
         return None
-    option = choice.find(value)
+    option = choice.find(text)
     if option is None:
-        if choice.free and _HEX.fullmatch(value):
-            return RGB(int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16))
+        if choice.free and _HEX.fullmatch(text):
+            return RGB(int(text[1:3], 16), int(text[3:5], 16), int(text[5:7], 16))
         return None
     if choice.property == "font":
         return option.value
