@@ -307,6 +307,7 @@ def test_delete_draft(api: Any, repo: SqlRepository, tenant: Client) -> None:
     response = api.delete(f"/api-ext/draft/{stored.draft_hash}")
     assert response.status_code == 204
     assert response.get_data() == b""
+    assert "Content-Type" not in response.headers  # nothing to describe
     assert repo.get_draft(tenant.identifier, stored.draft_hash) is None
     assert_error(api.get(f"/api-ext/draft/{stored.draft_hash}"), 404)
     assert_error(api.delete(f"/api-ext/draft/{stored.draft_hash}"), 404)

@@ -177,6 +177,7 @@ def test_delete_user_is_204_and_deletes_drafts(
     response = api.delete(f"/api-ext/user/{user.identifier}")
     assert response.status_code == 204
     assert response.get_data() == b""
+    assert "Content-Type" not in response.headers  # nothing to describe
     assert repo.get_user(tenant.identifier, user.identifier) is None
     for draft in drafts:
         assert repo.get_draft(tenant.identifier, draft.draft_hash) is None

@@ -76,11 +76,6 @@ bp.before_request(authenticate)
 bp.register_error_handler(ValidationFailed, _name_fields_as_sent)
 
 
-def no_content() -> Response:
-    """DELETE's answer: exactly 204 with an empty body (clients test for 204)."""
-    return current_app.response_class(b"", status=204)
-
-
 class DraftHashConverter(BaseConverter):
     """A draft hash in a path: anything but ``claim``, so ``GET /api-ext/draft/claim`` is
     the 405 of ``POST /api-ext/draft/claim``, not a search for a draft named "claim"."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Response, jsonify
 
-from pps.api import bp, current_client, no_content, resource, services
+from pps.api import bp, current_client, resource, services
 from pps.api.schemas import (
     DraftClaimInput,
     DraftCreateInput,
@@ -27,7 +27,7 @@ from pps.render.problems import english
 from pps.uploads.images import media_problems
 from pps.variants.options import check_group, new_draft_options, variant_change
 from pps.vdata.service import copy_rows
-from pps.web.common import refuse_head
+from pps.web.common import no_content, refuse_head
 from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("drafts", "Draft")

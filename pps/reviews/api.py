@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import Response, current_app, request
 
-from pps.api import bp, current_client, no_content, resource
+from pps.api import bp, current_client, resource
 from pps.api.blueprint import Blueprint, F
 from pps.auth.access import check_token
 from pps.files.api import TokenMissing, refuse_head_of_file_urls
@@ -27,7 +27,7 @@ from pps.reviews.schemas import (
     ReviewUserInput,
 )
 from pps.reviews.service import Reviews
-from pps.web.common import services, token_redirect
+from pps.web.common import no_content, services, token_redirect
 
 __all__ = ["blp", "review_files", "reviews"]
 

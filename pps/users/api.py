@@ -6,10 +6,11 @@ from typing import Any
 
 from flask import Response
 
-from pps.api import bp, current_client, no_content, resource, services
+from pps.api import bp, current_client, resource, services
 from pps.api.schemas import MergeInput, SuccessOut, UserInput, UserResponse
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.variants.options import check_group
+from pps.web.common import no_content
 
 blp = resource("users", "User")
 

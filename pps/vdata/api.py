@@ -7,7 +7,7 @@ from typing import Any
 from flask import Response, jsonify, request
 from marshmallow import Schema, fields, validate
 
-from pps.api import bp, current_client, no_content, resource, services
+from pps.api import bp, current_client, resource, services
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.platform import strict_json
 from pps.platform.errors import NotFound, ValidationFailed
@@ -18,6 +18,7 @@ from pps.uploads.web_body import json_or_form_body, request_body, uploaded_part
 from pps.vdata.page_info import UNITS, USAGES, page_info
 from pps.vdata.service import MAX_ROW_INDEX, RowsRefused, import_table, put_rows
 from pps.vdata.tabular import TableError
+from pps.web.common import no_content
 from pps.webhooks.events import DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("variable_data", "Draft")

@@ -12,7 +12,7 @@ from pps.platform.errors import MethodNotAllowed
 from pps.platform.http_headers import TOKEN_URL_HEADERS
 from pps.platform.services import Services
 
-__all__ = ["bodiless_redirect", "refuse_head", "services", "token_redirect"]
+__all__ = ["bodiless_redirect", "no_content", "refuse_head", "services", "token_redirect"]
 
 
 def services() -> Services:
@@ -24,6 +24,11 @@ class _Bodiless(Response):
     mimetype only when there is one, and a redirect has no document to describe."""
 
     default_mimetype = None
+
+
+def no_content() -> Response:
+    """``204`` with no body and so no ``Content-Type`` (clients test for 204)."""
+    return _Bodiless(status=204)
 
 
 def bodiless_redirect(

@@ -6,10 +6,11 @@ from typing import Any
 
 from flask import Response
 
-from pps.api import bp, current_client, no_content, resource, services
+from pps.api import bp, current_client, resource, services
 from pps.api.schemas import PageArgs
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.ssrf import ForbiddenTarget, check_url
+from pps.web.common import no_content
 from pps.webhooks.delivery import PURPOSE
 from pps.webhooks.schemas import (
     WebhookCreatedResponse,
