@@ -304,3 +304,121 @@ def test_flask_smorests_error_handler_answers_in_pps_shape(app: Flask) -> None:
     assert response.status_code == 405
     assert response.get_json() == {"message": "This method is not allowed here.", "success": False}
     assert response.headers["Allow"] == "POST"
+
+
+# -- PHP's indexed and nested form keys (http_build_query, Guzzle's form_params) ----------
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def test_claim_with_indexed_drafts_claims_both(
+    api: ApiClient, repo: SqlRepository, tenant: Client, world: dict[str, str]
+) -> None:
+    """``http_build_query(['drafts' => [$a, $b]])`` writes ``drafts%5B0%5D=..&drafts%5B1%5D=..``."""
+    claimer = make_user(repo, tenant)
+    other = make_draft(repo, tenant)
+    raw = (
+        f"user_identifier={claimer.identifier}"
+        f"&drafts%5B0%5D={world['draft']}&drafts%5B1%5D={other.draft_hash}"
+    )
+    response = api.post("/api-ext/draft/claim", data=raw.encode(), content_type=FORM)
+    assert response.status_code == 200, response.get_data()
+    assert response.get_json() == {world["draft"]: True, other.draft_hash: True}
+    for draft_hash in (world["draft"], other.draft_hash):
+        stored = repo.get_draft(tenant.identifier, draft_hash)
+        assert stored is not None and stored.user_identifier == claimer.identifier
+
+
+def test_indexed_keys_that_are_not_a_list_are_not_a_list(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str]
+) -> None:
+    """``drafts[1]`` alone is a map, as PHP's json_encode would send it: refused, not read."""
+    before = snapshot(repo)
+    raw = f"user_identifier={world['user']}&drafts[1]={world['draft']}".encode()
+    response = api.post("/api-ext/draft/claim", data=raw, content_type=FORM)
+    assert_error(response, 422, "drafts")
+    assert snapshot(repo) == before
+
+
+def test_a_bracketed_list_for_a_single_value_is_422_not_its_last_item(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str]
+) -> None:
+    before = snapshot(repo)
+    raw = f"user_identifier[]=nobody00&user_identifier[]={world['user']}&drafts[]=x".encode()
+    response = api.post("/api-ext/draft/claim", data=raw, content_type=FORM)
+    body = assert_error(response, 422, "user_identifier")
+    assert set(body["errors"]) == {"user_identifier"}
+    assert snapshot(repo) == before
+
+
+def test_user_update_stores_nested_custom_attributes(
+    api: ApiClient, repo: SqlRepository, tenant: Client, world: dict[str, str]
+) -> None:
+    raw = (
+        b"customAttributes%5Bsize%5D%5Bw%5D=10&customAttributes%5Bsize%5D%5Bh%5D=20"
+        b"&customAttributes%5Btags%5D%5B0%5D=a&customAttributes%5Btags%5D%5B1%5D=b"
+    )
+    response = api.put(f"/api-ext/user/{world['user']}", data=raw, content_type=FORM)
+    assert response.status_code == 200, response.get_data()
+    expected = {"size": {"w": "10", "h": "20"}, "tags": ["a", "b"]}
+    assert response.get_json()["data"]["customAttributes"] == expected
+    stored = repo.get_user(tenant.identifier, world["user"])
+    assert stored is not None and stored.custom_attributes == expected
+
+
+def test_a_php_map_with_an_appended_item_follows_php(api: ApiClient, world: dict[str, str]) -> None:
+    """``a[]=1&a[x]=2`` is ``{"0": "1", "x": "2"}`` in PHP, and so here."""
+    raw = b"customAttributes[]=1&customAttributes[x]=2"
+    response = api.put(f"/api-ext/user/{world['user']}", data=raw, content_type=FORM)
+    assert response.status_code == 200, response.get_data()
+    assert response.get_json()["data"]["customAttributes"] == {"0": "1", "x": "2"}
+
+
+def test_draft_update_stores_nested_default_values(
+    api: ApiClient, repo: SqlRepository, tenant: Client, world: dict[str, str]
+) -> None:
+    """``apiDefaultValues`` takes any JSON value per DataKey, so a nested one is stored."""
+    raw = b"apiDefaultValues[Name][x]=1&apiDefaultValues[City]=Paris"
+    response = api.put(f"/api-ext/draft/{world['draft']}", data=raw, content_type=FORM)
+    assert response.status_code == 200, response.get_data()
+    expected = {"Name": {"x": "1"}, "City": "Paris"}
+    assert response.get_json()["data"]["apiDefaultValues"] == expected
+    stored = repo.get_draft(tenant.identifier, world["draft"])
+    assert stored is not None and stored.api_default_values == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        # a value and nested keys at one place: PHP keeps the later and drops the other
+        (b"apiDefaultValues[Name][x]=1&apiDefaultValues[Name]=Ada", "apiDefaultValues"),
+        (b"customAttributes[a]=1&customAttributes[a][b]=2", "customAttributes"),
+        (b"custom_attributes[a][]=1&custom_attributes[a]=2", "custom_attributes"),
+        # deeper than MAX_DEPTH
+        (b"customAttributes" + b"%5Bk%5D" * 40 + b"=1", "customAttributes"),
+    ],
+    ids=["value-after-map", "map-after-value", "snake-case", "too-deep"],
+)
+@pytest.mark.parametrize("path", ["/api-ext/user/{user}", "/api-ext/draft/{draft}"])
+def test_shapes_that_would_lose_a_value_are_422(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str], raw: bytes, field: str, path: str
+) -> None:
+    before = snapshot(repo)
+    response = api.put(url(path, world), data=raw, content_type=FORM)
+    body = assert_error(response, 422, field)
+    assert set(body["errors"]) == {field}
+    assert snapshot(repo) == before
+
+
+def test_multipart_fields_nest_as_forms_do(api: ApiClient, world: dict[str, str]) -> None:
+    body = _multipart(
+        None,
+        _part(b"customAttributes[size][w]", b"10") + _part(b"customAttributes[list][0]", b"a"),
+    )
+    response = api.put(
+        f"/api-ext/user/{world['user']}",
+        data=body,
+        content_type="multipart/form-data; boundary=b",
+    )
+    assert response.status_code == 200, response.get_data()
+    assert response.get_json()["data"]["customAttributes"] == {"size": {"w": "10"}, "list": ["a"]}

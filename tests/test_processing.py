@@ -324,6 +324,19 @@ def test_form_body_and_snake_case_names_are_accepted(
     ]
 
 
+def test_indexed_form_list_as_http_build_query_writes_it(
+    api: ApiClient, repo: SqlRepository, tenant: Client
+) -> None:
+    """``http_build_query(['draftIds' => [$a, $b]])``: ``draftIds%5B0%5D=..&draftIds%5B1%5D=..``."""
+    template = card_template(repo, tenant)
+    one, two = (card_draft(repo, tenant, template, name) for name in ("A", "B"))
+    raw = f"draftIds%5B0%5D={one.draft_hash}&draftIds%5B1%5D={two.draft_hash}".encode()
+    response = api.post(URL, data=raw, content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 201, response.get_data()
+    states = status(api, response.get_json()["processingId"])["draftStates"]
+    assert [d["draftId"] for d in states] == [one.draft_hash, two.draft_hash]
+
+
 @pytest.mark.parametrize(
     "body",
     [

@@ -1,11 +1,21 @@
 """Request data as the reference product's clients send it, in one webargs parser.
 
-Bodies come as JSON objects, as PHP's ``[]`` for an empty object, as form fields (PHP nests
-``a[b]=c`` and lists ``a[]=x``; other clients repeat a key), or not at all, even under
-``Content-Type: application/json``. Field names come as ``snake_case`` or ``camelCase``; both
-are folded to the camelCase the schemas declare (camelCase wins a tie). The ``php`` location
-reads bodies that way, ``query`` folds query names the same way; every refusal is a
-:class:`pps.platform.errors.PpsError`, so it keeps the JSON error shape of every other error.
+Bodies come as JSON objects, as PHP's ``[]`` for an empty object, as form fields, or not at
+all, even under ``Content-Type: application/json``. Form keys are read as PHP's
+``parse_str`` reads them (``http_build_query`` and Guzzle's ``form_params`` write them so):
+``a[b][c]=1`` nests to any depth up to MAX_DEPTH, ``a[]=x`` appends, ``a[0]=x&a[1]=y`` are
+keys ``"0"`` and ``"1"``; other clients repeat a key (``a=x&a=y``). Field names come as
+``snake_case`` or ``camelCase``; both are folded to the camelCase the schemas declare
+(camelCase wins a tie). The ``php`` location reads bodies that way, ``query`` folds query
+names the same way; every refusal is a :class:`pps.platform.errors.PpsError`, so it keeps
+the JSON error shape of every other error.
+
+Where PHP would silently drop a value, pps refuses the body instead (422 naming the field):
+a key nested deeper than MAX_DEPTH, and a value and nested keys at the same place
+(``a=1&a[b]=2``, ``a[b][c]=1&a[b]=2``). A map whose keys are exactly ``"0"`` to ``"n-1"`` in
+order becomes a list at every level, not only where the schema wants one: PHP's
+``json_encode`` makes a JSON list of such an array, so a form means what the same data sent
+as JSON by the same shop would mean.
 """
 
 from __future__ import annotations
@@ -27,11 +37,13 @@ from pps.platform.errors import BadRequest, UnsupportedMediaType, ValidationFail
 #: The location of request bodies, for ``Blueprint.arguments(..., location=BODY)``.
 BODY = "php"
 FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
-_BRACKETS = re.compile(r"^([^\[\]]+)\[([^\[\]]*)\]$")
 _SNAKE = re.compile(r"_([a-z0-9])")
 #: Deeper bodies are refused: nothing a shop sends nests this far, and serialising a very
 #: deep value again (into the database, into the response) would hit the recursion limit.
 MAX_DEPTH = 32
+#: An integer key as PHP's arrays keep it (``"7"``, ``"-1"``; ``"07"`` and ``"-0"`` are text).
+_PHP_INT = re.compile(r"(?:0|-?[1-9][0-9]*)\Z")
+_PHP_LONG = 2**63
 #: Where the spellings a client used are kept for the request (see :func:`sent_spellings`).
 _SPELLINGS = "pps_sent_spellings"
 
@@ -65,30 +77,120 @@ def sent_spellings() -> dict[str, str]:
     return dict(flask.g.get(_SPELLINGS) or {})
 
 
-def php_form(pairs: Iterable[tuple[str, list[str]]]) -> dict[str, Any]:
-    """Form fields with PHP's nesting: ``apiDefaultValues[name]=x`` is a map entry,
-    ``drafts[]=a`` a list item; a key sent several times (``drafts=a&drafts=b``) is a list
-    where the schema wants one, else its last value counts."""
-    result: dict[str, Any] = {}
-    for key, values in pairs:
-        match = _BRACKETS.match(key)
-        if match is None:
-            result[key] = values if len(values) > 1 else values[-1]
+class Repeated(list[str]):
+    """The values of a key sent several times without brackets (``drafts=a&drafts=b``): a
+    list where the schema wants one, else the last value counts (as in PHP)."""
+
+
+class _PhpArray(dict[str, Any]):
+    """A PHP array while a form is read: its keys in the order sent, and the integer that
+    ``[]`` appends at (one past the largest integer key, as PHP keeps it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_index: int | None = None
+
+    def key(self, index: str | None) -> str:
+        """The key ``[index]`` sets; ``[]`` (``None``) is the next integer."""
+        if index is None:
+            index = str(0 if self.next_index is None else self.next_index)
+        if _PHP_INT.match(index) and -_PHP_LONG <= int(index) < _PHP_LONG:
+            following = int(index) + 1
+            if self.next_index is None or following > self.next_index:
+                self.next_index = following
+        return index
+
+
+def _form_key(key: str) -> tuple[str, list[str | None]]:
+    """``a[b][]`` as ``("a", ["b", None])``, read as PHP's ``parse_str`` reads it.
+
+    An index runs to the next ``]`` (``a[b[c]`` is index ``b[c``); after an index, anything
+    but another ``[`` ends the key and is ignored (``a[b]x``, ``a[b][c``); a key whose first
+    ``[`` is never closed, or that starts with one, is a plain name. Reading stops at
+    MAX_DEPTH indexes: such a key is refused whatever follows.
+    """
+    start = key.find("[")
+    indexes: list[str | None] = []
+    at = start
+    while start > 0 and at < len(key) and key[at] == "[" and len(indexes) < MAX_DEPTH:
+        end = key.find("]", at + 1)
+        if end < 0:
+            break
+        indexes.append(key[at + 1 : end] or None)
+        at = end + 1
+    return (key[:start], indexes) if indexes else (key, [])
+
+
+def _conflict(name: str, key: str) -> ValidationFailed:
+    """PHP keeps the later of a value and nested keys at one place, and drops the other."""
+    return ValidationFailed(
+        errors={
+            name: [
+                f"The form key {key!r} puts a value where an earlier key put nested keys, or "
+                "nested keys where one put a value; one of them would be lost. Send one shape."
+            ]
+        }
+    )
+
+
+def _put(array: _PhpArray, indexes: list[str | None], value: str, name: str, key: str) -> None:
+    """Set ``value`` at ``indexes`` under ``array``, making the arrays on the way."""
+    *path, last = indexes
+    for index in path:
+        child = array.setdefault(array.key(index), _PhpArray())
+        if not isinstance(child, _PhpArray):
+            raise _conflict(name, key)
+        array = child
+    slot = array.key(last)
+    if isinstance(array.get(slot), _PhpArray):
+        raise _conflict(name, key)
+    array[slot] = value  # a value sent again at the same place: the last counts, as in PHP
+
+
+def _finished(value: Any) -> Any:
+    """A key sent once is its value; a PHP array whose keys are ``"0"`` to ``"n-1"`` in
+    order is a list, as PHP's ``json_encode`` would send it; any other a map."""
+    if isinstance(value, Repeated):
+        return value if len(value) > 1 else value[0]
+    if isinstance(value, _PhpArray):
+        items = {key: _finished(item) for key, item in value.items()}
+        if all(key == str(position) for position, key in enumerate(items)):
+            return list(items.values())
+        return items
+    return value
+
+
+def php_form(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """Form fields, in the order sent, as PHP's ``parse_str`` nests them (see the module
+    docstring); a key sent several times without brackets is a :class:`Repeated`.
+
+    422 naming the field where PHP would drop a value without a word: a key nested
+    MAX_DEPTH levels or deeper, a value and nested keys at the same place.
+    """
+    form: dict[str, Repeated | _PhpArray] = {}
+    for key, value in pairs:
+        name, indexes = _form_key(key)
+        if len(indexes) >= MAX_DEPTH:  # with the field itself, deeper than MAX_DEPTH
+            raise ValidationFailed(errors={name: [f"Nested deeper than {MAX_DEPTH} levels."]})
+        slot = form.get(name)
+        if not indexes:
+            if slot is None:
+                slot = form[name] = Repeated()
+            elif isinstance(slot, _PhpArray):
+                raise _conflict(name, key)
+            slot.append(value)
             continue
-        outer, inner = match.groups()
-        if inner == "":
-            bucket = result.setdefault(outer, [])
-            if isinstance(bucket, list):
-                bucket.extend(values)
-        else:
-            nested = result.setdefault(outer, {})
-            if isinstance(nested, dict):
-                nested[inner] = values[-1]
-    return result
+        if slot is None:
+            slot = form[name] = _PhpArray()
+        elif isinstance(slot, Repeated):
+            raise _conflict(name, key)
+        _put(slot, indexes, value, name, key)
+    return {name: _finished(slot) for name, slot in form.items()}
 
 
-def urlencoded_pairs(raw: bytes) -> list[tuple[str, list[str]]]:
-    """The fields of an ``application/x-www-form-urlencoded`` body, strictly UTF-8.
+def urlencoded_pairs(raw: bytes) -> list[tuple[str, str]]:
+    """The fields of an ``application/x-www-form-urlencoded`` body in the order sent (PHP's
+    ``a[]=x&a[1]=y&a[]=z`` depends on it), strictly UTF-8.
 
     Werkzeug keeps an escape that is not UTF-8 (``%ED%A0%80``, a UTF-16 surrogate) as the
     literal text ``%ED%A0%80`` and drops a whole body with raw non-UTF-8 bytes without a
@@ -102,10 +204,7 @@ def urlencoded_pairs(raw: bytes) -> list[tuple[str, list[str]]]:
             "The form body is not valid UTF-8 (after percent-decoding); "
             "a lone UTF-16 surrogate cannot be encoded either."
         ) from None
-    grouped: dict[str, list[str]] = {}
-    for key, value in pairs:
-        grouped.setdefault(key, []).append(value)
-    return list(grouped.items())
+    return pairs
 
 
 #: The charsets a multipart text part may declare, as Werkzeug honours them; UTF-8 otherwise.
@@ -116,18 +215,16 @@ _MULTIPART_REFUSED = (
 )
 
 
-def multipart_pairs(
-    raw: bytes, boundary: str, max_parts: int | None
-) -> list[tuple[str, list[str]]]:
-    """The text fields of a ``multipart/form-data`` body, strictly decoded; file parts are
-    not body fields and are skipped.
+def multipart_pairs(raw: bytes, boundary: str, max_parts: int | None) -> list[tuple[str, str]]:
+    """The text fields of a ``multipart/form-data`` body in the order sent, strictly decoded;
+    file parts are not body fields and are skipped.
 
     Werkzeug's form parser decodes a field that is not UTF-8 with replacement characters,
     and drops the whole form without a word when the body is malformed or a part's headers
     are not UTF-8; either would store something the client did not send. Its sansio
     decoder with strict decoding refuses both, so the client hears of it (400).
     """
-    grouped: dict[str, list[str]] = {}
+    texts: list[tuple[str, str]] = []
     part: Field | None = None
     chunks: list[bytes] = []
     try:
@@ -146,11 +243,11 @@ def multipart_pairs(
                     declared = parse_options_header(part.headers.get("content-type"))[1]
                     charset = declared.get("charset", "").lower()
                     encoding = charset if charset in _PART_CHARSETS else "utf-8"
-                    grouped.setdefault(part.name, []).append(b"".join(chunks).decode(encoding))
+                    texts.append((part.name, b"".join(chunks).decode(encoding)))
             event = decoder.next_event()
     except ValueError:  # UnicodeDecodeError included
         raise BadRequest(_MULTIPART_REFUSED) from None
-    return list(grouped.items())
+    return texts
 
 
 def _text_problem(text: str) -> str | None:
@@ -276,19 +373,21 @@ class PpsParser(FlaskParser):
     @staticmethod
     def _lists_where_wanted(data: dict[str, Any], schema: ma.Schema) -> dict[str, Any]:
         """A form key sent once is a list of one where the schema declares a list, and a
-        repeated key is its last value where the schema declares one value."""
+        key repeated without brackets is its last value where the schema declares one value.
+        A PHP array (``a[]=x``, ``a[0]=x``) stays as sent: for a single value it is a 422,
+        as the same list sent as JSON would be, rather than a value picked from it."""
         for name, value in data.items():
             field = schema.fields.get(camel_case(name))
             wants_list = isinstance(field, ma.fields.List)
             if wants_list and isinstance(value, str):
                 data[name] = [value]
             elif (
-                isinstance(value, list)
+                isinstance(value, Repeated)
                 and field is not None
                 and not wants_list
                 and not isinstance(field, ma.fields.Dict)
             ):
-                data[name] = value[-1] if value else ""
+                data[name] = value[-1]
         return data
 
     def handle_error(

@@ -29,7 +29,7 @@ def json_or_form_body() -> dict[str, Any]:
         return {}
     mimetype = request.mimetype
     if mimetype == "application/x-www-form-urlencoded":
-        # Strictly UTF-8, PHP's a[]= and a[k]= as for every other form body (400, 422).
+        # Strictly UTF-8, keys nested as PHP nests them, as for every other form body (400, 422).
         form = php_form(urlencoded_pairs(raw))
         check_storable(form)
         return form
