@@ -24,6 +24,7 @@ from vdata_support import card_draft, card_template
 
 from pps.api import schemas
 from pps.api.blueprint import ErrorOut
+from pps.api.parser import MAX_DEPTH
 from pps.platform.models import Client
 from pps.platform.repository.sql import SqlRepository
 from pps.processing import schemas as processing_schemas
@@ -206,10 +207,17 @@ def test_form_bodies_document_both_array_encodings(spec: dict[str, Any]) -> None
         # PHP: drafts[]=a&drafts[]=b
         php = form["schema"]["allOf"][1]["properties"][f"{name}[]"]
         assert php["type"] == "array"
+        # PHP's http_build_query: drafts[0]=a&drafts[1]=b
+        assert f"`{name}[0]=a&{name}[1]=b`" in php["description"]
     form = spec["paths"]["/api-ext/draft"]["post"]["requestBody"]["content"][
         "application/x-www-form-urlencoded"
     ]
     assert form["encoding"]["apiDefaultValues"] == {"style": "deepObject", "explode": True}
+    # deepObject is one level in OpenAPI: the description says how deep and how lists nest
+    described = spec["info"]["description"]
+    for spelling in ("`drafts[0]=a&drafts[1]=b`", "`customAttributes[size][w]=10`", "422"):
+        assert spelling in described
+    assert f"{MAX_DEPTH} levels" in described
 
 
 def test_tags_and_security_scheme(spec: dict[str, Any]) -> None:

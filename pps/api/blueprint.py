@@ -40,12 +40,15 @@ BODY_STATUSES = (400, 413, 415, 422)
 
 def form_schema(schema: Schema) -> dict[str, Any]:
     """The form encoding of a body schema: the schema itself, plus ``name[]`` for each list
-    (PHP's ``a[]=x``) beside the repeated key ``a=x&a=y`` the encoding object documents."""
+    (PHP's ``a[]=x``, and its indexed ``a[0]=x``) beside the repeated key ``a=x&a=y`` the
+    encoding object documents."""
     php_lists = {
         f"{name}[]": {
             "type": "array",
             "items": {"type": "string"},
-            "description": f"PHP's spelling of `{name}`: `{name}[]=a&{name}[]=b`.",
+            "description": f"PHP's spellings of `{name}`: `{name}[]=a&{name}[]=b`, or "
+            f"indexed as `http_build_query` writes a list: `{name}[0]=a&{name}[1]=b` "
+            "(the indexes 0 to n-1 in order; other indexes make a map, which is refused).",
         }
         for name, field in schema.fields.items()
         if isinstance(field, fields.List)
@@ -56,7 +59,9 @@ def form_schema(schema: Schema) -> dict[str, Any]:
 
 
 def form_encoding(schema: Schema) -> dict[str, dict[str, Any]]:
-    """Lists as repeated keys (``explode``), maps as ``a[key]=value`` (``deepObject``)."""
+    """Lists as repeated keys (``explode``), maps as ``a[key]=value`` (``deepObject``; its
+    values nest further as PHP writes them, ``a[key][sub]=value``: the API description says
+    so, as OpenAPI defines ``deepObject`` for one level only)."""
     encoding: dict[str, dict[str, Any]] = {}
     for name, field in schema.fields.items():
         if isinstance(field, fields.List):

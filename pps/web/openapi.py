@@ -46,9 +46,18 @@ DESCRIPTION = (
     'short-lived redirects. Every error body has `message` and `"success": false`; 422 adds '
     "`errors` per field, named as the client spelled it.\n\n"
     "Bodies are JSON objects (PHP's `[]` counts as `{}`) or forms "
-    "(`application/x-www-form-urlencoded`): maps as `apiDefaultValues[Name]=Ada`, lists as "
-    "`drafts[]=a&drafts[]=b` or `drafts=a&drafts=b`. Field names may be camelCase or "
-    "snake_case (`userIdentifier` or `user_identifier`); camelCase wins when both are sent."
+    "(`application/x-www-form-urlencoded`, or `multipart/form-data` text fields), read as "
+    "PHP's `parse_str` reads what `http_build_query` writes: maps as "
+    "`apiDefaultValues[Name]=Ada`, nested as deep as a JSON body may be, 32 levels with "
+    "the field itself (`customAttributes[size][w]=10`); lists as `drafts[]=a&drafts[]=b`, "
+    "`drafts[0]=a&drafts[1]=b` or `drafts=a&drafts=b`. At every level, keys `0` to `n-1` in "
+    "order make a list, as PHP's `json_encode` would send the same array; other keys make a "
+    "map. A key repeated without brackets is its last value where the field takes one "
+    "value (a bracketed list sent there is a 422, as the same list in JSON is). A value and "
+    "nested keys at the same place (`a=1&a[b]=2`, which PHP reads as `a[b]=2` alone) and "
+    "deeper nesting are a 422 naming the field, never a value dropped without a word. Field "
+    "names may be camelCase or snake_case (`userIdentifier` or `user_identifier`); "
+    "camelCase wins when both are sent."
 )
 
 
