@@ -108,6 +108,13 @@ def test_a_list_is_a_list_at_every_level_not_only_where_a_schema_wants_one() -> 
     }
 
 
+def test_appending_past_phps_largest_integer_keeps_every_value() -> None:
+    """PHP drops ``a[]=2`` here without a word; pps keeps counting."""
+    assert form("a[9223372036854775807]=1&a[]=2&a[]=3") == {
+        "a": {"9223372036854775807": "1", "9223372036854775808": "2", "9223372036854775809": "3"}
+    }
+
+
 def test_plain_keys_as_before() -> None:
     """A key sent once is its value; sent several times, a list the parser narrows to its
     last value where the schema wants one value (PHP's own reading)."""

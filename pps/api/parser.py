@@ -91,9 +91,12 @@ class _PhpArray(dict[str, Any]):
         self.next_index: int | None = None
 
     def key(self, index: str | None) -> str:
-        """The key ``[index]`` sets; ``[]`` (``None``) is the next integer."""
+        """The key ``[index]`` sets; ``[]`` (``None``) is the next integer (past PHP's
+        largest integer too, where PHP drops the value)."""
         if index is None:
-            index = str(0 if self.next_index is None else self.next_index)
+            appended = 0 if self.next_index is None else self.next_index
+            self.next_index = appended + 1
+            return str(appended)
         if _PHP_INT.match(index) and -_PHP_LONG <= int(index) < _PHP_LONG:
             following = int(index) + 1
             if self.next_index is None or following > self.next_index:
