@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import pytest
+from conftest import missing_service
 
 from pps.api.parser import (
     MAX_DEPTH,
@@ -86,8 +87,9 @@ def test_keys_nest_as_php_reads_them(raw: str, expected: dict[str, Any]) -> None
     assert form(raw) == expected
 
 
-@pytest.mark.skipif(shutil.which("php") is None, reason="php-cli is not installed")
 def test_the_table_is_what_php_says() -> None:
+    if shutil.which("php") is None:
+        missing_service("php is not on PATH (Debian: apt-get install -y php-cli)")
     script = (
         "foreach (json_decode($argv[1]) as $raw) { parse_str($raw, $r); "
         "echo json_encode($r), PHP_EOL; }"

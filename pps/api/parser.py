@@ -33,6 +33,7 @@ from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDeco
 
 from pps.platform import strict_json
 from pps.platform.errors import BadRequest, UnsupportedMediaType, ValidationFailed
+from pps.platform.storable_text import text_problem
 
 #: The location of request bodies, for ``Blueprint.arguments(..., location=BODY)``.
 BODY = "php"
@@ -253,16 +254,6 @@ def multipart_pairs(raw: bytes, boundary: str, max_parts: int | None) -> list[tu
     return texts
 
 
-def _text_problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "must not contain NUL characters."
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "must be valid Unicode (a lone surrogate was sent)."
-    return None
-
-
 def check_storable(data: Any) -> None:
     """422 for values that parse but cannot be stored: NUL characters (PostgreSQL text holds
     none), lone surrogates (not encodable as UTF-8), and nesting deeper than MAX_DEPTH."""
@@ -275,13 +266,13 @@ def check_storable(data: Any) -> None:
             errors.setdefault(field, []).append(f"Nested deeper than {MAX_DEPTH} levels.")
             continue
         if isinstance(value, str):
-            problem = _text_problem(value)
+            problem = text_problem(value)
             if problem:
                 errors.setdefault(field, []).append(f"The value {problem}")
         elif isinstance(value, dict):
             for key, item in value.items():
                 name = str(key) if isinstance(key, str) else repr(key)
-                problem = _text_problem(name)
+                problem = text_problem(name)
                 if problem:
                     errors.setdefault(field, []).append(f"A key {problem}")
                     continue
