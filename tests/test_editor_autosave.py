@@ -130,6 +130,7 @@ JSON = "application/json"
     [
         ("{not json", "application/json", 400, None),
         ('{"baseVersion": NaN, "values": {}}', "application/json", 400, None),
+        ('{"baseVersion": 1, "values": ' + "[" * 2000, "application/json", 400, None),
         ("headline=x", "application/x-www-form-urlencoded", 415, None),
         ("[1, 2]", "application/json", 422, "body"),
         ('{"values": {"headline": "x"}}', "application/json", 422, "baseVersion"),

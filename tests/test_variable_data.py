@@ -232,6 +232,39 @@ def test_bad_csvs_get_clear_errors(
     assert api.get(path(draft)).get_json()["_meta"]["amountOfRows"] == 2  # nothing replaced
 
 
+@pytest.mark.parametrize("mapping", ["[" * 2000, '{"name": ' * 2000, '{"name": NaN}', "1e999"])
+@pytest.mark.parametrize("way", ["multipart", "json", "form"])
+def test_column_mapping_that_is_not_json_is_a_422(
+    api: ApiClient, draft: Draft, mapping: str, way: str
+) -> None:
+    """``columnMapping`` sent as a string that cannot be read, however it arrives: nested too
+    deep for the decoder as well as ``NaN``, a 422 naming it, and the rows stay as they were."""
+    data = csv_bytes([HEADER, *people(3)])
+    assert post_csv(api, draft, csv_bytes([HEADER, *people(2)])).status_code == 204
+    if way == "multipart":
+        response = api.post(
+            path(draft),
+            data=multipart("people.csv", data, columnMapping=mapping),
+            content_type="multipart/form-data",
+        )
+    else:
+        upload = api.post(
+            "/api-ext/file",
+            data=multipart("people.csv", data),
+            content_type="multipart/form-data",
+        )
+        assert upload.status_code == 201
+        body = {"file": upload.get_json()["identifier"], "columnMapping": mapping}
+        response = (
+            api.post(path(draft), json=body)
+            if way == "json"
+            else api.post(path(draft), data=body, content_type="application/x-www-form-urlencoded")
+        )
+    error = assert_error(response, 422, "columnMapping")
+    assert error["message"] == "columnMapping is not valid JSON."
+    assert api.get(path(draft)).get_json()["_meta"]["amountOfRows"] == 2  # nothing replaced
+
+
 def test_100_mb_file_is_refused_with_the_limit(api: ApiClient, draft: Draft) -> None:
     big = b"Name\n" + b"A\n" * (50 * 1024 * 1024)  # 100 MB
     boundary = "pps-test-boundary"
