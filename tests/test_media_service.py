@@ -321,6 +321,8 @@ ENTITY_SVG = (
     b'<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
     b'<svg xmlns="http://www.w3.org/2000/svg"><text>&x;</text></svg>'
 )
+#: Groups nested a thousand deep: more than the sanitizer's limit (pps.uploads.svg.MAX_DEPTH).
+DEEP_SVG = b'<svg xmlns="http://www.w3.org/2000/svg">' + b"<g>" * 1000 + b"</g>" * 1000 + b"</svg>"
 
 
 @pytest.mark.parametrize(
@@ -331,6 +333,7 @@ ENTITY_SVG = (
         (huge_png(), "huge.png"),
         (b"\x89PNG\r\n\x1a\nbroken", "broken.png"),
         (ENTITY_SVG, "logo.svg"),
+        (DEEP_SVG, "deep.svg"),
         (b"", "empty.png"),
     ],
 )

@@ -7,14 +7,25 @@ from __future__ import annotations
 import io
 
 import pytest
-from api_support import assert_error
+from api_support import assert_error, snapshot
 from conftest import ApiClient
 from flask import Flask
 from openpyxl import Workbook
 from PIL import Image
 from vdata_support import multipart
 
-from pps.uploads.svg import sanitize_svg
+from pps.platform.repository.sql import SqlRepository
+from pps.uploads.svg import MAX_DEPTH, SvgRefused, sanitize_svg
+
+
+def nested_svg(depth: int) -> bytes:
+    """An ``<svg>`` holding ``<g>`` elements nested so that ``depth`` elements nest in all."""
+    return (
+        b'<svg xmlns="http://www.w3.org/2000/svg">'
+        + b"<g>" * (depth - 1)
+        + b"</g>" * (depth - 1)
+        + b"</svg>"
+    )
 
 
 def png(width: int = 4, height: int = 4) -> bytes:
@@ -130,3 +141,24 @@ def test_svg_is_stored_clean() -> None:
     ):
         assert bad not in clean, (bad, clean)
     assert 'fill="url(#g)"' in clean and 'href="#local"' in clean and ">Hi<" in clean
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 1001, 50_000])  # 50_000: 350 KB
+def test_svg_nested_too_deep_is_refused_and_nothing_is_stored(
+    app: Flask, api: ApiClient, repo: SqlRepository, depth: int
+) -> None:
+    """Rebuilding and serialising an SVG recurse once per level: deeper than ``MAX_DEPTH``
+    it is a 422 naming ``file`` like any SVG that cannot be used, before any of that runs."""
+    before = snapshot(repo)
+    error = assert_error(upload(api, "deep.svg", nested_svg(depth)), 422, "file")
+    assert f"more than {MAX_DEPTH} levels" in error["message"], error
+    assert snapshot(repo) == before
+    uploads = app.extensions["pps"].storage.root / "uploads"
+    assert not uploads.exists() or not any(uploads.rglob("*.*"))
+
+
+def test_svg_nesting_up_to_the_limit_is_kept() -> None:
+    clean = sanitize_svg(nested_svg(MAX_DEPTH).decode()).decode()
+    assert clean.count("<g") == MAX_DEPTH - 1
+    with pytest.raises(SvgRefused, match="nested"):
+        sanitize_svg(nested_svg(MAX_DEPTH + 1).decode())

@@ -6,6 +6,10 @@ element not on the list (``foreignObject``, ``image``, ``a``, animation, ...), r
 that leave the file (an ``href`` not starting with ``#``, ``url(...)`` in attributes or
 styles that is not ``url(#id)``), and styles that load or evaluate anything. What remains is
 shapes, text, gradients, clipping and masks with local references: what a logo needs.
+
+Elements nested deeper than :data:`MAX_DEPTH` are refused before the rebuild: rebuilding and
+serialising recurse once per level, and a few kilobytes of ``<g>`` would otherwise exhaust
+Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -16,7 +20,12 @@ import xml.etree.ElementTree as ET
 import defusedxml.ElementTree as DefusedET
 from defusedxml import DefusedXmlException
 
-__all__ = ["SvgRefused", "sanitize_svg"]
+__all__ = ["MAX_DEPTH", "SvgRefused", "sanitize_svg"]
+
+#: The deepest element nesting accepted (the root is level 1). Real logos nest a few dozen
+#: levels at most; the rebuild, ElementTree's serialiser and svglib all recurse per level,
+#: so this stays far below Python's recursion limit of about a thousand frames.
+MAX_DEPTH = 100
 
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
@@ -51,7 +60,8 @@ _STYLE_DANGER = re.compile(r"@import|expression\s*\(|javascript:|behavior\s*:", 
 
 
 class SvgRefused(ValueError):
-    """The SVG cannot be parsed safely (DTD, entities, not XML, no ``<svg>`` root)."""
+    """The SVG cannot be parsed safely (DTD, entities, not XML, no ``<svg>`` root, nested
+    deeper than :data:`MAX_DEPTH`)."""
 
 
 def _local(name: str) -> tuple[str, str]:
@@ -67,7 +77,19 @@ def _safe_value(value: str) -> bool:
     return all(target.startswith("#") for target in _URL.findall(value))
 
 
+def _too_deep(root: ET.Element, limit: int) -> bool:
+    """Whether any element lies deeper than ``limit`` levels; iterative, so depth is no risk."""
+    stack = [(root, 1)]
+    while stack:
+        element, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in element)
+    return False
+
+
 def _clean(element: ET.Element) -> ET.Element:
+    """The element rebuilt from allowed parts; recursive, so only for checked depths."""
     _, tag = _local(element.tag)
     out = ET.Element(f"{{{SVG_NS}}}{tag}")
     for name, value in element.attrib.items():
@@ -104,6 +126,8 @@ def sanitize_svg(text: str) -> bytes:
     namespace, tag = _local(root.tag)
     if tag != "svg" or namespace not in ("", SVG_NS):
         raise SvgRefused("the root element is not <svg>")
+    if _too_deep(root, MAX_DEPTH):
+        raise SvgRefused(f"elements are nested more than {MAX_DEPTH} levels deep")
     if namespace == "":
         # An SVG without its namespace is still an SVG to browsers: adopt the namespace.
         for element in root.iter():
