@@ -55,6 +55,32 @@ def encrypted(data: bytes, user_password: str = "secret") -> bytes:  # noqa: S10
     return out.getvalue()
 
 
+def with_nested_forms(data: bytes, depth: int, page: int = 0) -> bytes:
+    """``data`` with a chain of ``depth`` empty Form XObjects, each listed in the resources
+    of the one before, added to the resources of page ``page`` (counted from 0)."""
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        inner: pikepdf.Stream | None = None
+        for _ in range(depth):
+            form = pdf.make_stream(b"")
+            form.Type, form.Subtype, form.BBox = (
+                pikepdf.Name.XObject,
+                pikepdf.Name.Form,
+                [0, 0, 1, 1],
+            )
+            if inner is not None:
+                form.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(X=inner))
+            inner = form
+        target = pdf.pages[page].obj
+        if "/Resources" not in target:
+            target.Resources = pikepdf.Dictionary()
+        if "/XObject" not in target.Resources:
+            target.Resources.XObject = pikepdf.Dictionary()
+        target.Resources.XObject.PpsNested = inner
+        out = io.BytesIO()
+        pdf.save(out)
+    return out.getvalue()
+
+
 def with_restricted_fonts(data: bytes) -> bytes:
     """``data`` with every embedded TrueType program's OS/2 fsType set to 2 (Restricted
     License embedding), as a font vendor marks fonts that must not be embedded."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import pikepdf
 import pytest
+from api_support import assert_error, snapshot
 from conftest import ApiClient
 from flask import Flask
 from flask.testing import FlaskClient
@@ -25,15 +26,17 @@ from preflight_support import (
 from preflight_support import (
     image_bytes,
     print_pdf,
+    with_nested_forms,
     with_restricted_fonts,
     write_template,
 )
 from pypdf import PdfReader
 from test_api_openapi import assert_matches
 from test_editor import log_in, open_editor
-from test_files import download, magento_claims, sign
+from test_files import download, fetch, magento_claims, sign
 
 from pps.app import create_app
+from pps.files.uploaded import upload_key
 from pps.platform.models import (
     PREFLIGHT_ERRORS,
     PREFLIGHT_NOT_CHECKED,
@@ -43,6 +46,7 @@ from pps.platform.models import (
     Template,
 )
 from pps.platform.repository.sql import SqlRepository
+from pps.render.xobjects import MAX_FORM_DEPTH
 from pps.templates.files import import_template, load_template_file
 
 K100 = {"c": 0, "m": 0, "y": 0, "k": 100}
@@ -390,3 +394,61 @@ def test_upload_draft_replicates_with_its_own_upload(
     token = sign(tenant.api_key, magento_claims(tenant))
     served = download(client, f"/api-ext/files/draft/{copy_hash}/print", token)
     assert PdfReader(io.BytesIO(served)).pages[0].extract_text().strip() == "Copy me 1"
+
+
+#: The files of a draft that renders from its upload, as the shop asks for them.
+_UPLOAD_FILES = ("low-res", "image", "print")
+
+
+@pytest.mark.parametrize("depth", [MAX_FORM_DEPTH + 1, 1000])
+def test_upload_with_forms_nested_too_deep_is_refused_and_nothing_is_stored(
+    app: Flask, api: ApiClient, repo: SqlRepository, upload_template: Template, depth: int
+) -> None:
+    """Copying or drawing a page recurses once per level of nested form XObjects: an upload
+    nesting them deeper than MAX_FORM_DEPTH is a 422 naming the file, and nothing changes."""
+    draft = new_draft(api, upload_template, intent="upload-and-editor")
+    hash_ = draft["draftHash"]
+    before = snapshot(repo)
+    response = upload(api, hash_, with_nested_forms(print_pdf(2), depth))
+    error = assert_error(response, 422, "file")
+    assert error["errors"]["file"] == [
+        f"Page 1 nests form XObjects {depth} levels deep; at most {MAX_FORM_DEPTH} are "
+        "accepted (flatten the artwork)."
+    ]
+    assert snapshot(repo) == before
+    assert shown(api, hash_)["preflightStatus"] == PREFLIGHT_NOT_CHECKED
+    assert not list(app.extensions["pps"].storage.root.rglob(f"drafts/*/{hash_}/upload/*"))
+
+
+def test_upload_with_forms_nested_up_to_the_limit_renders(
+    client: FlaskClient, api: ApiClient, tenant: Client, upload_template: Template
+) -> None:
+    draft = new_draft(
+        api, upload_template, intent="upload-and-editor", apiDefaultValues={"name": "Ada"}
+    )
+    nested = with_nested_forms(print_pdf(2, text="Art"), MAX_FORM_DEPTH, page=1)
+    assert upload(api, draft["draftHash"], nested).status_code == 200
+    token = sign(tenant.api_key, magento_claims(tenant))
+    for kind in _UPLOAD_FILES:
+        download(client, f"/api-ext/files/draft/{draft['draftHash']}/{kind}", token)
+
+
+def test_a_stored_upload_with_forms_nested_too_deep_is_a_render_error(
+    app: Flask, client: FlaskClient, api: ApiClient, tenant: Client, upload_template: Template
+) -> None:
+    """A PDF stored before uploads were checked for nesting: every file of the draft is the
+    422 of a template file that cannot be drawn (as for an upload missing from storage),
+    never a 500, and nothing is stored."""
+    draft = new_draft(api, upload_template, intent="upload-and-editor")
+    hash_ = draft["draftHash"]
+    data = with_nested_forms(print_pdf(2), 1000)
+    key = upload_key(tenant.identifier, hash_, data)
+    app.extensions["pps"].storage.put(key, data)
+    assert app.extensions["pps"].repository.update_draft(tenant.identifier, hash_, upload_key=key)
+    stored = sorted(app.extensions["pps"].storage.root.rglob("*"))
+    token = sign(tenant.api_key, magento_claims(tenant))
+    for kind in _UPLOAD_FILES:
+        response = fetch(client, f"/api-ext/files/draft/{hash_}/{kind}", token)
+        error = assert_error(response, 422, "template")
+        assert "nests form XObjects 1000 levels deep" in error["message"], (kind, error)
+    assert sorted(app.extensions["pps"].storage.root.rglob("*")) == stored

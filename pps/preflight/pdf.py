@@ -2,7 +2,8 @@
 
 :func:`accept_pdf` refuses what cannot become the draft's print file, naming each problem
 (:class:`PdfRefused`): not a PDF, encrypted, another page count than the template's, pages
-of another size, fonts not embedded. What prints but a print shop would question becomes a
+of another size, fonts not embedded, form XObjects nested deeper than the renderer draws
+(:data:`~pps.render.xobjects.MAX_FORM_DEPTH`). What prints but a print shop would question becomes a
 :class:`~pps.preflight.status.Finding`: fonts whose licence forbids embedding (OS/2
 ``fsType``), images below :data:`~pps.preflight.status.MIN_DPI` at their placed size, RGB
 images in a template with ``"colorSpace": "cmyk"``.
@@ -27,6 +28,7 @@ from pps.preflight.fonts import embedding_restricted
 from pps.preflight.status import MIN_DPI, Finding
 from pps.render import TemplateSpec
 from pps.render.pdf import RENDER_LOCK
+from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 __all__ = ["TOLERANCE_MM", "AcceptedPdf", "PdfRefused", "accept_pdf", "pdf_findings"]
 
@@ -67,6 +69,7 @@ def accept_pdf(data: bytes, spec: TemplateSpec) -> AcceptedPdf:
         if pdf.is_encrypted:
             raise PdfRefused(["The PDF is encrypted; upload it without encryption."])
         problems = _page_problems(pdf, spec)
+        problems += _nesting_problems(pdf)
         problems += _fonts(pdf)[0]
         if problems:
             raise PdfRefused(problems)
@@ -165,6 +168,20 @@ def _page_problems(pdf: pikepdf.Pdf, spec: TemplateSpec) -> list[str]:
             [media[0] + inset, media[1] + inset, media[2] - inset, media[3] - inset]
         )
         page.obj.BleedBox = pikepdf.Array(list(media))
+    return problems
+
+
+def _nesting_problems(pdf: pikepdf.Pdf) -> list[str]:
+    """Pages whose forms nest deeper than the renderer draws: every preview and print file
+    of the draft would fail, so such a PDF is refused before it is stored."""
+    problems: list[str] = []
+    for index, page in enumerate(pdf.pages):
+        depth = survey_xobjects(page.obj.get("/Resources")).depth
+        if depth > MAX_FORM_DEPTH:
+            problems.append(
+                f"Page {index + 1} nests form XObjects {depth} levels deep; at most "
+                f"{MAX_FORM_DEPTH} are accepted (flatten the artwork)."
+            )
     return problems
 
 

@@ -24,6 +24,7 @@ from reportlab.pdfbase.ttfonts import TTFont
 
 from pps.render.assets import sniff
 from pps.render.fonts import font_problem
+from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 __all__ = [
     "DECODE_ERRORS",
@@ -124,6 +125,12 @@ def _pdf_problem(data: bytes) -> str | None:
             for page in pdf.pages:
                 # Decompresses and tokenizes each page's content, which the renderer copies.
                 pikepdf.parse_content_stream(page)
+                depth = survey_xobjects(page.obj.get("/Resources")).depth
+                if depth > MAX_FORM_DEPTH:  # the renderer refuses such a page
+                    return (
+                        f"nests form XObjects {depth} levels deep; "
+                        f"at most {MAX_FORM_DEPTH} can be drawn"
+                    )
     except pikepdf.PasswordError:
         return "is encrypted"
     except DECODE_ERRORS as exc:

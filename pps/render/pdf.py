@@ -42,6 +42,7 @@ from pps.render.model import (
 )
 from pps.render.pdf_parts import PartsWriter
 from pps.render.vector import draw_svg, is_svg, svg_size
+from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 __all__ = ["LOW_RES_DPI", "render_low_res_pdf", "render_print_pdf", "render_records_pdf"]
 
@@ -511,10 +512,15 @@ class _Composer:
         if key not in self.artwork:
             with _open_pdf(background.file, self._file(background.file)) as pdf:
                 page = _artwork_page(pdf, background)
+                survey = survey_xobjects(page.obj.get("/Resources"))
+                if survey.depth > MAX_FORM_DEPTH:
+                    # Copying or drawing the page would recurse as deep as its forms nest.
+                    raise AssetError(
+                        f"{background.file!r}: page {background.page + 1} nests form XObjects "
+                        f"{survey.depth} levels deep; at most {MAX_FORM_DEPTH} can be drawn"
+                    )
                 self.artwork[key] = _Artwork(
-                    trim=_box(page.trimbox),
-                    crop=_box(page.cropbox),
-                    has_images=_has_images(page.obj.get("/Resources"), set()),
+                    trim=_box(page.trimbox), crop=_box(page.cropbox), has_images=survey.has_images
                 )
         return self.artwork[key]
 
@@ -599,28 +605,6 @@ def _artwork_page(pdf: pikepdf.Pdf, background: PdfBackground) -> pikepdf.Page:
     if background.page >= len(pdf.pages):
         raise AssetError(f"{background.file!r}: has no page {background.page} (counted from 0)")
     return pdf.pages[background.page]
-
-
-def _has_images(resources: object, seen: set[tuple[int, int]]) -> bool:
-    """Whether a resource dictionary draws images, looking into nested forms once each."""
-    if not isinstance(resources, pikepdf.Dictionary):
-        return False
-    xobjects = resources.get("/XObject")
-    if not isinstance(xobjects, pikepdf.Dictionary):
-        return False
-    for name in list(xobjects.keys()):
-        xobject = xobjects[name]
-        if not isinstance(xobject, pikepdf.Stream):
-            continue
-        if xobject.get("/Subtype") == pikepdf.Name.Image:
-            return True
-        if xobject.is_indirect:
-            if xobject.objgen in seen:
-                continue
-            seen.add(xobject.objgen)
-        if _has_images(xobject.get("/Resources"), seen):
-            return True
-    return False
 
 
 def _box(array: pikepdf.Array) -> tuple[float, float, float, float]:

@@ -1,0 +1,132 @@
+"""Nested Form XObjects in background artwork: measured without recursion, each form once,
+and refused by the renderer (and the template file check) beyond ``MAX_FORM_DEPTH``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from io import BytesIO
+from pathlib import Path
+
+import pikepdf
+import pytest
+
+from pps.render import AssetError, parse_spec, render_low_res_pdf, render_png, render_print_pdf
+from pps.render.decode import asset_problem
+from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
+
+POSTCARD_DIR = Path(__file__).resolve().parent.parent / "examples" / "templates" / "postcard"
+ARTWORK = (POSTCARD_DIR / "artwork.pdf").read_bytes()
+
+
+def form(pdf: pikepdf.Pdf, *inner: pikepdf.Object) -> pikepdf.Stream:
+    """An empty Form XObject listing ``inner`` in its resources."""
+    stream = pdf.make_stream(b"")
+    stream.Type, stream.Subtype, stream.BBox = pikepdf.Name.XObject, pikepdf.Name.Form, [0, 0, 1, 1]
+    if inner:
+        names = {f"/X{index}": xobject for index, xobject in enumerate(inner)}
+        stream.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(names))
+    return stream
+
+
+def image(pdf: pikepdf.Pdf) -> pikepdf.Stream:
+    stream = pdf.make_stream(b"\x00\x00\x00")
+    stream.Type, stream.Subtype = pikepdf.Name.XObject, pikepdf.Name.Image
+    stream.Width, stream.Height, stream.BitsPerComponent = 1, 1, 8
+    stream.ColorSpace = pikepdf.Name.DeviceRGB
+    return stream
+
+
+def chain(
+    pdf: pikepdf.Pdf, depth: int, innermost: pikepdf.Object | None = None
+) -> list[pikepdf.Stream]:
+    """``depth`` forms, each listing the next; the first is the outermost."""
+    forms = [form(pdf, innermost) if innermost is not None else form(pdf)]
+    for _ in range(depth - 1):
+        forms.append(form(pdf, forms[-1]))
+    return forms[::-1]
+
+
+def resources(*xobjects: pikepdf.Object) -> pikepdf.Dictionary:
+    names = {f"/P{index}": xobject for index, xobject in enumerate(xobjects)}
+    return pikepdf.Dictionary(XObject=pikepdf.Dictionary(names))
+
+
+def test_a_chain_deeper_than_python_recurses_is_measured() -> None:
+    pdf = pikepdf.new()
+    depth = sys.getrecursionlimit() * 3
+    survey = survey_xobjects(resources(chain(pdf, depth)[0]))
+    assert (survey.has_images, survey.depth) == (False, depth)
+
+
+def test_images_are_found_at_any_depth() -> None:
+    pdf = pikepdf.new()
+    assert survey_xobjects(resources(chain(pdf, 2000, image(pdf))[0])).has_images
+    assert survey_xobjects(resources(image(pdf))).depth == 0
+    assert survey_xobjects(pikepdf.Dictionary()).depth == 0
+    assert survey_xobjects(None).depth == 0
+
+
+def test_a_chain_entered_from_its_middle_first_still_counts_in_full() -> None:
+    """The page lists every form of a chain directly as well: a walk that only marked forms
+    as seen would stop at depth 1; the chain still nests 500 deep."""
+    pdf = pikepdf.new()
+    forms = chain(pdf, 500)
+    assert survey_xobjects(resources(*forms[::-1])).depth == 500
+    assert survey_xobjects(resources(*forms)).depth == 500
+
+
+def test_shared_forms_are_walked_once() -> None:
+    """Twenty levels of forms each listing the next level twice: 2**20 paths, 20 forms."""
+    pdf = pikepdf.new()
+    level = form(pdf)
+    for _ in range(19):
+        level = form(pdf, level, level)
+    assert survey_xobjects(resources(level, level)).depth == 20
+
+
+def test_cycles_end() -> None:
+    pdf = pikepdf.new()
+    first = form(pdf)
+    second = form(pdf, first)
+    first.Resources = resources(second, first)
+    assert survey_xobjects(resources(first)).depth == 2
+
+
+def nested_artwork(depth: int) -> bytes:
+    """The postcard's artwork with ``depth`` nested forms listed on its first page."""
+    with pikepdf.open(BytesIO(ARTWORK)) as pdf:
+        page_resources = pdf.pages[0].obj.Resources
+        if "/XObject" not in page_resources:
+            page_resources.XObject = pikepdf.Dictionary()
+        page_resources.XObject.PpsNested = chain(pdf, depth)[0]
+        out = BytesIO()
+        pdf.save(out)
+    return out.getvalue()
+
+
+def postcard_renders(artwork: bytes) -> list[bytes]:
+    spec = parse_spec(json.loads((POSTCARD_DIR / "template.json").read_text()), POSTCARD_DIR)
+    files = {"artwork.pdf": artwork}
+    values = {"recipientName": "Bo"}
+    return [
+        render_print_pdf(spec, values, files.__getitem__),
+        render_low_res_pdf(spec, values, files.__getitem__),
+        render_png(spec, values, files.__getitem__, width=200),
+    ]
+
+
+def test_artwork_nested_up_to_the_limit_renders() -> None:
+    artwork = nested_artwork(MAX_FORM_DEPTH)
+    assert asset_problem(artwork) is None
+    assert all(postcard_renders(artwork))
+
+
+@pytest.mark.parametrize("depth", [MAX_FORM_DEPTH + 1, 1000])
+def test_artwork_nested_deeper_is_an_asset_error(depth: int) -> None:
+    artwork = nested_artwork(depth)
+    assert asset_problem(artwork) == (
+        f"nests form XObjects {depth} levels deep; at most {MAX_FORM_DEPTH} can be drawn"
+    )
+    with pytest.raises(AssetError, match=f"'artwork.pdf': page 1 nests form XObjects {depth}"):
+        postcard_renders(artwork)
