@@ -55,7 +55,11 @@ def upload(api: ApiClient, name: str, data: bytes) -> object:
         ("photo.jpg", None, "jpeg"),
         ("data.csv", b"Name,City\nAda,London\n", "csv"),
         ("data.xlsx", None, "xlsx"),
-        ("logo.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><rect width="1"/></svg>', "svg"),
+        (
+            "logo.svg",
+            b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 2 1"><rect width="1"/></svg>',
+            "svg",
+        ),
         ("misnamed.txt", png(), "png"),  # content decides, not the name
     ],
 )
@@ -141,6 +145,35 @@ def test_svg_is_stored_clean() -> None:
     ):
         assert bad not in clean, (bad, clean)
     assert 'fill="url(#g)"' in clean and 'href="#local"' in clean and ">Hi<" in clean
+
+
+SVG_HEAD = '<svg xmlns="http://www.w3.org/2000/svg"'
+
+
+@pytest.mark.parametrize(
+    ("svg", "words"),
+    [
+        (f'{SVG_HEAD}><rect width="1" height="1"/></svg>', "has no size"),
+        (f'{SVG_HEAD} viewBox="0 0 0 0"><rect width="5" height="5"/></svg>', "has no size"),
+        (f'{SVG_HEAD} width="10zz" height="10"><rect width="5" height="5"/></svg>', "drawn"),
+        (f'{SVG_HEAD} width="1e-300" height="1e-300"><rect width="1"/></svg>', "cannot be drawn"),
+        (
+            f'{SVG_HEAD} width="10" height="10">'
+            '<rect width="5" height="5" style="stroke:#000;stroke-width:1e999"/></svg>',
+            "cannot be drawn",
+        ),
+    ],
+)
+def test_svg_that_cannot_be_drawn_is_refused_and_nothing_is_stored(
+    app: Flask, api: ApiClient, repo: SqlRepository, svg: str, words: str
+) -> None:
+    """Valid XML that svglib or reportlab cannot draw: accepted, every file of a draft
+    using it would fail to render, blamed on the template."""
+    before = snapshot(repo)
+    error = assert_error(upload(api, "logo.svg", svg.encode()), 422, "file")
+    assert words in error["message"], error
+    assert "uploads/" not in error["message"]  # no storage key in the answer
+    assert snapshot(repo) == before
 
 
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 1001, 50_000])  # 50_000: 350 KB

@@ -13,7 +13,7 @@ from typing import Any
 from reportlab.graphics import renderPDF
 from reportlab.pdfgen.canvas import Canvas
 
-__all__ = ["draw_svg", "is_svg", "svg_size"]
+__all__ = ["draw_svg", "is_svg", "svg_problem", "svg_size"]
 
 
 def is_svg(data: bytes) -> bool:
@@ -27,8 +27,12 @@ def _drawing(data: bytes) -> Any:
 
     drawing = svg2rlg(BytesIO(data))
     if drawing is None or not drawing.width or not drawing.height:
-        raise ValueError("the SVG has no drawable size")
+        raise _Sizeless("the SVG has no drawable size")
     return drawing
+
+
+class _Sizeless(ValueError):
+    """An SVG whose ``<svg>`` gives neither a ``viewBox`` nor a width and a height."""
 
 
 def svg_size(data: bytes) -> tuple[float, float]:
@@ -45,3 +49,23 @@ def draw_svg(canvas: Canvas, data: bytes, x: float, y: float, width: float, heig
     canvas.scale(width / drawing.width, height / drawing.height)
     renderPDF.draw(drawing, canvas, 0, 0)
     canvas.restoreState()
+
+
+def svg_problem(data: bytes) -> str | None:
+    """Why the SVG cannot be drawn, or None: it is drawn once, into a page that is thrown
+    away, as a print file would draw it.
+
+    A file can be valid XML and still fail in svglib or in reportlab's PDF writer (a size
+    of ``1e-300``, a stroke width of ``1e999``, a ``viewBox`` of zero). Found at upload,
+    that is the shop's file refused; found at render, every file of the draft would fail.
+    """
+    canvas = Canvas(BytesIO(), pagesize=(100, 100))
+    try:
+        draw_svg(canvas, data, 0, 0, 100, 100)
+        canvas.showPage()
+        canvas.save()
+    except _Sizeless:
+        return "it has no size: give its <svg> element a viewBox, or a width and a height"
+    except Exception as exc:  # svglib's and reportlab's many errors: not drawable
+        return f"it cannot be drawn ({type(exc).__name__})"
+    return None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pps.platform.repository.uploads import SqlUploadStore, Upload
 from pps.platform.storage import FileStorage
 from pps.render.decode import asset_problem
+from pps.render.vector import svg_problem
 from pps.uploads.kinds import Kind, UnknownKind, decode_text, sniff
 from pps.uploads.svg import SvgRefused, sanitize_svg
 
@@ -80,9 +81,13 @@ def _checked(kind: Kind, data: bytes, limits: UploadLimits) -> bytes:
         return data
     if kind == "svg":
         try:
-            return sanitize_svg(decode_text(data))
+            cleaned = sanitize_svg(decode_text(data))
         except SvgRefused as exc:
             raise UploadRefused(f"The SVG file cannot be used: {exc}.") from None
+        problem = svg_problem(cleaned)
+        if problem is not None:
+            raise UploadRefused(f"The SVG file cannot be used: {problem}.")
+        return cleaned
     if kind == "xlsx":
         _check_workbook(data)
         return data
