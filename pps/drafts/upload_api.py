@@ -63,8 +63,8 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     template: a real PDF, not encrypted, the template's page count, each page trim + bleed
     (or a TrimBox of the trim size with the bleed around it) within ±1 mm, every font
     embedded, form XObjects nested at most 100 levels deep; a `422` names each problem
-    under `errors.file`, and nothing changes. An
-    accepted PDF replaces any earlier one, bumps the draft's version and is preflighted:
+    under `errors.file`, and nothing changes. An accepted PDF replaces any earlier one,
+    bumps the draft's version and is preflighted:
     the answer is the draft with its `preflightStatus` and `validationResults`. At most
     `PPS_MAX_UPLOAD_BYTES` (64 MiB by default), else `413`; another content type than
     multipart is `415`.

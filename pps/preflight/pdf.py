@@ -3,8 +3,8 @@
 :func:`accept_pdf` refuses what cannot become the draft's print file, naming each problem
 (:class:`PdfRefused`): not a PDF, encrypted, another page count than the template's, pages
 of another size, fonts not embedded, form XObjects nested deeper than the renderer draws
-(:data:`~pps.render.xobjects.MAX_FORM_DEPTH`). What prints but a print shop would question becomes a
-:class:`~pps.preflight.status.Finding`: fonts whose licence forbids embedding (OS/2
+(:data:`~pps.render.xobjects.MAX_FORM_DEPTH`). What prints but a print shop would question
+becomes a :class:`~pps.preflight.status.Finding`: fonts whose licence forbids embedding (OS/2
 ``fsType``), images below :data:`~pps.preflight.status.MIN_DPI` at their placed size, RGB
 images in a template with ``"colorSpace": "cmyk"``.
 
