@@ -6,6 +6,9 @@ record of another client must be invisible and untouchable, as if it did not exi
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -309,6 +312,48 @@ def test_merge_into_itself_changes_nothing(repository: SqlRepository, shop_a: Cl
     assert snapshot(repository) == before
 
 
+def run_at_once(calls: list[Callable[[], object]]) -> list[object]:
+    """Each call in its own thread, all let go at once; what each returned or raised."""
+    start = threading.Barrier(len(calls))
+    outcomes: list[object] = []
+
+    def run(call: Callable[[], object]) -> None:
+        start.wait()
+        try:
+            outcomes.append(call())
+        except Exception as exc:  # the test reports whatever escaped
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def test_concurrent_merges_of_a_pair_merge_once(repository: SqlRepository, shop_a: Client) -> None:
+    """A into B and B into A, several times each, at once: exactly one merge happens and
+    says so; the others find a user gone (False), none raises, and one user is left owning
+    both drafts. On SQLite the checks ran before the write lock was taken, so a merge could
+    find both users and then fail on the foreign key, or delete nothing and report success."""
+    template = make_template(repository, shop_a)
+    for _ in range(8):
+        a, b = make_user(repository, shop_a), make_user(repository, shop_a)
+        drafts = [make_draft(repository, shop_a, user, template) for user in (a, b)]
+        merges = [
+            functools.partial(repository.merge_users, shop_a.identifier, t.identifier, s.identifier)
+            for t, s in [(a, b), (b, a)] * 4
+        ]
+        outcomes = run_at_once(merges)
+        assert sorted(map(repr, outcomes)) == ["False"] * 7 + ["True"], outcomes
+        left = [u for u in (a, b) if repository.get_user(shop_a.identifier, u.identifier)]
+        assert len(left) == 1
+        for draft in drafts:
+            found = repository.get_draft(shop_a.identifier, draft.draft_hash)
+            assert found is not None and found.user_identifier == left[0].identifier
+
+
 def test_merge_is_atomic(repository: SqlRepository, shop_a: Client) -> None:
     """If deleting the source fails, the drafts it had are not left moved."""
     target = make_user(repository, shop_a)
@@ -599,6 +644,26 @@ def test_replicate_draft(repository: SqlRepository, shop_a: Client) -> None:
         assert getattr(copy, name) == getattr(edited, name), name
     assert repository.get_draft(shop_a.identifier, draft.draft_hash) == edited
     assert repository.replicate_draft(shop_a.identifier, "0" * 32) is None
+
+
+def test_a_claim_racing_the_claimers_deletion_claims_all_or_nothing(
+    repository: SqlRepository, shop_a: Client
+) -> None:
+    """The claimer deleted while its claims run: each claim finds the user and moves the
+    drafts, or finds no user (None); none raises, and no draft is left without its owner."""
+    template = make_template(repository, shop_a)
+    for _ in range(8):
+        owner, claimer = make_user(repository, shop_a), make_user(repository, shop_a)
+        hashes = [make_draft(repository, shop_a, owner, template).draft_hash for _ in range(3)]
+        claim = functools.partial(
+            repository.claim_drafts, shop_a.identifier, claimer.identifier, hashes, False
+        )
+        delete = functools.partial(repository.delete_user, shop_a.identifier, claimer.identifier)
+        outcomes = run_at_once([delete, *[claim] * 5])
+        assert not [o for o in outcomes if isinstance(o, Exception)], outcomes
+        for draft_hash in hashes:  # with the claimer gone, its drafts went with it
+            found = repository.get_draft(shop_a.identifier, draft_hash)
+            assert found is None or found.user_identifier == owner.identifier
 
 
 def test_claim_drafts(repository: SqlRepository, shop_a: Client) -> None:

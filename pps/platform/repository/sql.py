@@ -411,16 +411,32 @@ class SqlRepository:
         assert user is not None
         return user
 
-    def _get_user(
-        self, conn: Connection, client: str, identifier: str, *, lock: bool = False
-    ) -> User | None:
-        """``lock`` holds the row until the transaction ends (PostgreSQL; SQLite locks the
-        whole database on write anyway), so a concurrent delete cannot slip in between."""
+    def _get_user(self, conn: Connection, client: str, identifier: str) -> User | None:
         if _impossible(client, identifier):
             return None
-        query = _USER_BY_ID.with_for_update() if lock else _USER_BY_ID
-        row = conn.execute(query, {"identifier": identifier, "client": client}).mappings().first()
-        return _user(row) if row else None
+        row = conn.execute(_USER_BY_ID, {"identifier": identifier, "client": client})
+        found = row.mappings().first()
+        return _user(found) if found else None
+
+    @staticmethod
+    def _lock_user(conn: Connection, client: str, identifier: str) -> bool:
+        """Whether the user exists, holding it until the transaction ends, so a concurrent
+        delete or merge cannot slip in before this transaction's writes.
+
+        The row is written (to what it holds) rather than read ``FOR UPDATE``: the write
+        takes the lock on both backends (PostgreSQL: the row; SQLite: the database), while
+        SQLite's driver begins a transaction only at the first write, so a check by SELECT
+        would run outside it and a user deleted meanwhile made the writes fail on the
+        foreign key (a 500) or a second merge report success.
+        """
+        if _impossible(client, identifier):
+            return False
+        touched = conn.execute(
+            users.update()
+            .where(users.c.identifier == identifier, users.c.client_identifier == client)
+            .values(updated_at=users.c.updated_at)
+        )
+        return touched.rowcount == 1
 
     def get_user(self, client: str, identifier: str) -> User | None:
         with self.engine.connect() as conn:
@@ -450,26 +466,32 @@ class SqlRepository:
     def delete_user(self, client: str, identifier: str) -> bool:
         if _impossible(client, identifier):
             return False
-        with self.engine.begin() as conn:
+        with self.engine.connect() as conn, conn.begin() as transaction:
+            # The user first, then its drafts, as claims and merges take them: locked in
+            # the other order, a claim moving drafts to this user deadlocked with it.
+            if not self._lock_user(conn, client, identifier):
+                transaction.rollback()
+                return False
             conn.execute(
                 drafts.delete().where(
                     drafts.c.user_identifier == identifier, drafts.c.client_identifier == client
                 )
             )
-            result = conn.execute(
+            conn.execute(
                 users.delete().where(
                     users.c.identifier == identifier, users.c.client_identifier == client
                 )
             )
-            return bool(result.rowcount)
+            return True
 
     def merge_users(self, client: str, target: str, source: str) -> bool:
         if target == source:
             return self.get_user(client, target) is not None
-        with self.engine.begin() as conn:
-            # Both rows locked, always in the same order, so two merges cannot deadlock.
+        with self.engine.connect() as conn, conn.begin() as transaction:
+            # Always in the same order, so two merges cannot deadlock.
             for identifier in sorted((target, source)):
-                if self._get_user(conn, client, identifier, lock=True) is None:
+                if not self._lock_user(conn, client, identifier):
+                    transaction.rollback()
                     return False
             conn.execute(
                 drafts.update()
@@ -850,8 +872,14 @@ class SqlRepository:
         condition = sa.and_(drafts.c.client_identifier == client, drafts.c.draft_hash.in_(possible))
         if user_group_identifier is not None:
             condition = sa.and_(condition, drafts.c.user_group_identifier == user_group_identifier)
-        with self.engine.begin() as conn:
-            if self._get_user(conn, client, user_identifier, lock=True) is None:
+        with self.engine.connect() as conn, conn.begin() as transaction:
+            exists = (
+                self._get_user(conn, client, user_identifier) is not None
+                if dry_run  # reads only
+                else self._lock_user(conn, client, user_identifier)
+            )
+            if not exists:
+                transaction.rollback()
                 return None
             found = (
                 set(conn.execute(sa.select(drafts.c.draft_hash).where(condition)).scalars())
