@@ -63,6 +63,11 @@ limit_request_line = 0
 # One header line (name and value), e.g. an 8 KB token in a header or a cookie. Matches
 # nginx's 16 KB buffer, so whatever nginx lets through gunicorn accepts.
 limit_request_field_size = 16384
+# How many header lines: nginx bounds them by size alone (all headers within four 16 KB
+# buffers), so gunicorn's default of 100 refused with an HTML 431 what nginx let through;
+# this is gunicorn's largest value. Without nginx (local only) it bounds them together
+# with the line size above.
+limit_request_fields = 32768
 
 # nginx keeps upstream connections open for 4 s (deploy/nginx.conf); gunicorn waits a bit
 # longer so that it is always nginx that closes an idle connection, never a race.

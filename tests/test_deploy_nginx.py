@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import time
@@ -658,8 +659,61 @@ def test_header_over_the_limit_is_a_json_431(shop: Shop) -> None:
     assert_json_error(reply, 431)
 
 
+def raw_request(port: int, request: bytes) -> tuple[int, str, bytes]:
+    """Bytes no HTTP client library would send; the status, Content-Type and body of the
+    answer (the server closes the connection)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+    return int(lines[0].split()[1]), headers.get("Content-Type", ""), body
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /api-ext/client?a=\x7f HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 400),
+        (
+            b"GET /api-ext/client HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\nConnection: close\r\n\r\n",
+            400,
+        ),
+        (
+            b"POST /api-ext/user HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n"
+            b"Connection: close\r\n\r\n0\r\n\r\n",
+            501,
+        ),
+    ],
+)
+def test_requests_nginx_cannot_parse_get_json(
+    shop: Shop, request_bytes: bytes, status: int
+) -> None:
+    """nginx refuses these itself; shop clients read 'message' and break on its HTML page."""
+    answered, content_type, body = raw_request(shop.server.port, request_bytes)
+    assert answered == status, body
+    assert content_type.startswith("application/json"), (content_type, body)
+    assert json.loads(body)["message"]
+
+
+def test_many_header_lines_reach_the_app(shop: Shop) -> None:
+    """nginx bounds headers by size only: 300 short ones reach the app, not gunicorn's
+    HTML 431 (its default allows 100 lines)."""
+    many = {f"X-Shop-{n}": "1" for n in range(300)}
+    reply = shop.api("GET", f"/api-ext/template/{shop.template}", **many)
+    assert reply.status == 200, reply.body
+    assert reply.json()["data"]["identifier"] == shop.template
+
+
 def test_error_locations_are_not_reachable_from_outside(shop: Shop) -> None:
-    for path in ("/_pps_errors/uri-too-long", "/_pps_errors/header-too-large"):
+    for path in (
+        "/_pps_errors/uri-too-long",
+        "/_pps_errors/header-too-large",
+        "/_pps_errors/bad-request",
+        "/_pps_errors/not-implemented",
+    ):
         reply = shop.server.call("GET", path)
         assert reply.status == 404, (path, reply.status)
 
