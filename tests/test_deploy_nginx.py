@@ -481,6 +481,20 @@ def test_tokens_in_query_strings_never_reach_a_log(deployment: Deployment, shop:
         assert "jwt=" not in text, path.name
 
 
+def test_a_forged_forwarded_for_never_leads_the_access_log(
+    deployment: Deployment, shop: Shop
+) -> None:
+    """The log's first field is the address nginx saw, whatever the client claims."""
+    reply = shop.api("GET", "/api-ext/client", X_Forwarded_For="6.6.6.6")
+    assert reply.status == 200, reply.body
+    rid = reply.header("X-Request-ID") or ""
+    log = deployment.server.log
+    _wait_for(lambda: log.exists() and f"rid={rid}" in log.read_text(), f"rid={rid} in log")
+    line = next(line for line in log.read_text().splitlines() if f"rid={rid}" in line)
+    assert line.startswith("127.0.0.1 "), line
+    assert "6.6.6.6" not in line, line
+
+
 # -- login -------------------------------------------------------------------------------
 
 
