@@ -139,6 +139,15 @@ def test_single_errors(tmp_path: Path, document: Any, expected: str) -> None:
         ('{"name": "x",}', "(template): not valid JSON"),
         ('{"name": "x", "pageCount": NaN}', "(template): not valid JSON"),
         ("", "(template): not valid JSON"),
+        # Past a float: stored, it answered as Infinity, which no JSON decoder reads.
+        ('{"name": "x", "customAttributes": {"a": 1e999}}', "(template): not valid JSON"),
+        ('{"name": "x", "customAttributes": {"a": -1e999}}', "(template): not valid JSON"),
+        # Too deep to decode, and deep enough to break every answer listing it.
+        ('{"name": "x", "customAttributes": {"a": ' + "[" * 5000 + "]" * 5000 + "}}", "(template)"),
+        (
+            '{"name": "x", "customAttributes": {"a": ' + "[" * 40 + "]" * 40 + "}}",
+            "(template): nested",
+        ),
     ],
 )
 def test_file_that_is_not_json(tmp_path: Path, text: str, expected: str) -> None:

@@ -1,4 +1,4 @@
-"""Whether a string can be stored and served again. Plain Python: no Flask.
+"""Whether a string, or a nesting of values, can be stored and served again. Plain Python.
 
 PostgreSQL's text holds no NUL character, and a lone UTF-16 surrogate (``"\\ud800"``, which
 JSON's ``\\u`` escapes can carry) cannot be encoded as UTF-8: stored, either would fail the
@@ -8,7 +8,7 @@ takes text from outside (API bodies, the editor's autosave) asks this one functi
 
 from __future__ import annotations
 
-__all__ = ["text_problem"]
+__all__ = ["nested_deeper_than", "text_problem"]
 
 
 def text_problem(text: str) -> str | None:
@@ -21,3 +21,18 @@ def text_problem(text: str) -> str | None:
     except UnicodeEncodeError:
         return "must be valid Unicode (a lone surrogate was sent)."
     return None
+
+
+def nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``limit`` levels (the value
+    itself is level 1). Walked without recursion, since encoding such a value again (into
+    the database, into an answer) recurses once per level and would fail there."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from pps.files.keys import template_asset_key
-from pps.platform import ids
+from pps.platform import ids, strict_json
 from pps.platform.models import JsonObject, Template
 from pps.platform.repository import DuplicateIdentifier, Repository
+from pps.platform.storable_text import nested_deeper_than
 from pps.platform.storage import FileStorage
 from pps.render import AssetError, DirectoryAssets, SpecError, parse_spec
 from pps.render.assets import check_relative_name
@@ -57,6 +58,9 @@ __all__ = [
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: Template files are small descriptions; anything larger is almost certainly the wrong file.
 MAX_FILE_BYTES = 5 * 1024 * 1024
+#: Deepest nesting of lists and objects in a template file, as for API bodies; a template
+#: needs a handful of levels.
+MAX_DEPTH = 32
 #: A preview is a thumbnail shown in shop catalogues, not print data.
 MAX_PREVIEW_BYTES = 10 * 1024 * 1024
 _ROOT = "(template)"
@@ -113,15 +117,20 @@ def load_template_file(
             source, [f"{_ROOT}: larger than {MAX_FILE_BYTES} bytes; is this a template file?"]
         )
     try:
-        document = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        # NaN, Infinity and numbers past a float (1e999) are refused: no JSON answer and no
+        # PostgreSQL JSON column can hold them.
+        document = strict_json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise TemplateFileError(source, [f"{_ROOT}: is not UTF-8 text"]) from None
     except json.JSONDecodeError as exc:
         raise TemplateFileError(
             source, [f"{_ROOT}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
         ) from None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise TemplateFileError(source, [f"{_ROOT}: not valid JSON: {exc}"]) from None
+    if nested_deeper_than(document, MAX_DEPTH):
+        # Stored, such a value broke every answer listing the template.
+        raise TemplateFileError(source, [f"{_ROOT}: nested deeper than {MAX_DEPTH} levels"])
     return parse_template(
         document, base_dir=path.parent, source=source, max_image_pixels=max_image_pixels
     )
@@ -303,11 +312,6 @@ def _encodes(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _reject_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON; PostgreSQL's JSON type refuses them too.
-    raise ValueError(f"{name} is not allowed in JSON")
 
 
 def _kind(value: Any) -> str:
