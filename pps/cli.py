@@ -35,6 +35,7 @@ from pps.platform.models import Client, Template
 from pps.platform.repository import DuplicateIdentifier
 from pps.platform.repository.sql import upgrade_database
 from pps.platform.services import Services
+from pps.platform.storable_text import text_problem
 from pps.processing.cli import worker
 from pps.templates.files import (
     TemplateFileError,
@@ -50,7 +51,19 @@ _MAX_NAME = 200
 
 
 class PpsGroup(AppGroup):
-    """An :class:`AppGroup` that reports database failures as one readable line."""
+    """An :class:`AppGroup` that reports database failures as one readable line, and
+    refuses arguments that are not text before any command sees them."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Bytes that are not UTF-8 reach Python as lone surrogates, which no name, key or
+        # identifier can hold: stored or printed they failed with a traceback.
+        for arg in args:
+            if text_problem(arg) is not None:
+                raise click.UsageError(
+                    f"the argument {arg.encode('utf-8', 'backslashreplace').decode()!r} is "
+                    "not valid UTF-8 text"
+                )
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

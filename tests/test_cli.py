@@ -163,6 +163,60 @@ def test_client_create_refuses_bad_origin(
 
 
 @pytest.mark.parametrize(
+    "args",
+    [
+        ["client", "create", "--name", "a\udcedb"],  # bytes ED A0 80 on the command line
+        ["client", "rotate-key", "\udcff"],
+        ["template", "list", "--client", "\udcff"],
+        ["client", "allow-host", "shop", "a\udcffb"],
+    ],
+)
+def test_arguments_that_are_not_utf8_are_a_usage_error(
+    runner: FlaskCliRunner, repo: SqlRepository, args: list[str]
+) -> None:
+    """Not UTF-8 on the command line arrives as lone surrogates: a clear refusal, before
+    any command stores or prints one (a traceback before)."""
+    before = client_count(repo)
+    result = pps(runner, *args)
+    assert result.exit_code == 2, result.output
+    assert "not valid UTF-8" in result.stderr
+    assert "Traceback" not in result.output
+    assert client_count(repo) == before
+
+
+@pytest.mark.parametrize(
+    "host", ["*", "a:b", "a\x01b", "shop..example", "-", "a" * 64 + ".example"]
+)
+def test_allow_host_refuses_what_is_no_host(
+    runner: FlaskCliRunner, repo: SqlRepository, shop_a: str, host: str
+) -> None:
+    repo.create_client("Shop", identifier=shop_a)
+    result = pps(runner, "client", "allow-host", shop_a, host)
+    assert result.exit_code == 2, result.output
+    assert "is not a host name or an IP address" in result.stderr
+    listed = pps(runner, "client", "allow-host", shop_a, "--json")
+    assert json.loads(listed.stdout) == []
+
+
+def test_allow_host_takes_names_and_ip_literals(
+    runner: FlaskCliRunner, repo: SqlRepository, shop_a: str
+) -> None:
+    repo.create_client("Shop", identifier=shop_a)
+    result = pps(
+        runner,
+        "client",
+        "allow-host",
+        shop_a,
+        "Intranet.Example.",
+        "10.0.0.7",
+        "[fd00::1]",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == sorted(["intranet.example", "10.0.0.7", "fd00::1"])
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--name", "  "], "--name"),

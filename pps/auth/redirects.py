@@ -14,6 +14,8 @@ from functools import lru_cache
 from typing import NamedTuple
 from urllib.parse import quote
 
+from pps.platform.hostnames import is_host_name
+
 __all__ = [
     "RedirectRefused",
     "RedirectTarget",
@@ -28,10 +30,6 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 # A scheme as the WHATWG URL parser recognises one: anything matching this before a ':' is
 # a scheme to a browser, whatever the rest of the string looks like.
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-# Labels of 1 to 63 characters, as DNS and IDNA have them: an empty or longer label cannot
-# be encoded for Location (Werkzeug's IDNA step fails after the view has answered).
-_HOSTNAME = re.compile(r"[a-z0-9][a-z0-9_\-]{0,62}(?:\.[a-z0-9_\-]{1,63})*")
-_MAX_HOSTNAME = 253
 _IPV6 = re.compile(r"\[[0-9a-f:.]+\]")
 _PORT = re.compile(r"[0-9]{0,5}")
 _AUTHORITY_END = re.compile(r"[/?#]")
@@ -174,7 +172,9 @@ def _split_host_port(authority: str) -> tuple[str, int | None]:
     else:
         host, colon, port_text = authority.partition(":")
         port_text = colon + port_text
-        valid_host = len(host) <= _MAX_HOSTNAME and _HOSTNAME.fullmatch(host) is not None
+        # Labels of 1 to 63 characters: an empty or longer one cannot be encoded for
+        # Location (Werkzeug's IDNA step fails after the view has answered).
+        valid_host = is_host_name(host)
     if not valid_host:
         raise RedirectRefused(f"the host {host!r} is not a valid ASCII host name")
     if not port_text:

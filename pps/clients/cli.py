@@ -13,6 +13,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from pps.platform.hostnames import is_host
 from pps.platform.services import Services
 from pps.platform.ssrf import ForbiddenTarget, parse_target
 
@@ -22,8 +23,6 @@ __all__ = [
     "client_rotate_webhook_secret",
     "client_set_acl_url",
 ]
-
-_MAX_HOST = 253
 
 
 def _services() -> Services:
@@ -75,8 +74,10 @@ def client_allow_host(identifier: str, hosts: tuple[str, ...], remove: bool, as_
     for host in hosts:
         name = host.strip().lower().rstrip(".")
         name = name.strip("[]")  # an IPv6 literal may come bracketed
-        if not name or len(name) > _MAX_HOST or any(char in name for char in "/@?# "):
-            raise click.BadParameter(f"{host!r} is not a host name", param_hint="HOSTS")
+        if not is_host(name):
+            raise click.BadParameter(
+                f"{host!r} is not a host name or an IP address", param_hint="HOSTS"
+            )
         names.add(name)
     if hosts:
         updated = current - names if remove else current | names
