@@ -57,3 +57,58 @@ def csv_bytes(rows: list[list[str]], delimiter: str = ",") -> bytes:
     writer = csv.writer(out, delimiter=delimiter, lineterminator="\r\n")
     writer.writerows(rows)
     return out.getvalue().encode("utf-8")
+
+
+_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
+_OFFICE_RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_TYPES = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+
+
+def xlsx_by_hand(rows: str, shared: list[str] | None = None, dimension: str | None = None) -> bytes:
+    """A minimal XLSX written with zipfile: ``rows`` is the ``<sheetData>`` content as it
+    stands in the file, so a test can hold cells no spreadsheet program would write."""
+    import zipfile
+
+    overrides = (
+        f'<Override PartName="/xl/workbook.xml" ContentType="{_TYPES}.sheet.main+xml"/>'
+        f'<Override PartName="/xl/worksheets/sheet1.xml" '
+        f'ContentType="{_TYPES}.worksheet+xml"/>'
+    )
+    if shared is not None:
+        overrides += (
+            f'<Override PartName="/xl/sharedStrings.xml" ContentType="{_TYPES}.sharedStrings+xml"/>'
+        )
+    parts = {
+        "[Content_Types].xml": (
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" '
+            'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            f'<Default Extension="xml" ContentType="application/xml"/>{overrides}</Types>'
+        ),
+        "_rels/.rels": (
+            f'<Relationships xmlns="{_RELS}"><Relationship Id="rId1" '
+            f'Type="{_OFFICE_RELS}/officeDocument" Target="xl/workbook.xml"/></Relationships>'
+        ),
+        "xl/workbook.xml": (
+            f'<workbook xmlns="{_MAIN}" xmlns:r="{_OFFICE_RELS}"><sheets>'
+            '<sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>'
+        ),
+        "xl/_rels/workbook.xml.rels": (
+            f'<Relationships xmlns="{_RELS}"><Relationship Id="rId1" '
+            f'Type="{_OFFICE_RELS}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>'
+        ),
+        "xl/worksheets/sheet1.xml": (
+            f'<worksheet xmlns="{_MAIN}">'
+            + (f'<dimension ref="{dimension}"/>' if dimension else "")
+            + f"<sheetData>{rows}</sheetData></worksheet>"
+        ),
+    }
+    if shared is not None:
+        items = "".join(f"<si><t>{text}</t></si>" for text in shared)
+        parts["xl/sharedStrings.xml"] = f'<sst xmlns="{_MAIN}">{items}</sst>'
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in parts.items():
+            archive.writestr(name, text)
+    return out.getvalue()

@@ -9,7 +9,6 @@ file up by identifier *and* client, so one shop can never read another's upload.
 from __future__ import annotations
 
 import io
-import zipfile
 from dataclasses import dataclass
 
 from pps.platform.repository.uploads import SqlUploadStore, Upload
@@ -18,13 +17,12 @@ from pps.render.decode import asset_problem
 from pps.render.vector import svg_problem
 from pps.uploads.kinds import Kind, UnknownKind, decode_text, sniff
 from pps.uploads.svg import SvgRefused, sanitize_svg
+from pps.uploads.workbook import workbook_problem
 
 __all__ = ["UploadLimits", "UploadRefused", "accept_upload", "read_upload"]
 
 #: Longest file name kept (the name is only shown back, never used as a path).
 MAX_NAME = 255
-#: An XLSX unpacks to at most this much: a ZIP bomb is refused before openpyxl reads it.
-MAX_XLSX_UNPACKED = 200 * 1024 * 1024
 
 
 class UploadRefused(ValueError):
@@ -95,14 +93,12 @@ def _checked(kind: Kind, data: bytes, limits: UploadLimits) -> bytes:
 
 
 def _check_workbook(data: bytes) -> None:
+    """Refuse a workbook too big to open (the check variable data runs too), or unreadable."""
     from openpyxl import load_workbook
 
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        unpacked = sum(info.file_size for info in archive.infolist())
-    if unpacked > MAX_XLSX_UNPACKED:
-        raise UploadRefused(
-            f"The XLSX file unpacks to {unpacked} bytes; at most {MAX_XLSX_UNPACKED} are accepted."
-        )
+    problem = workbook_problem(data)
+    if problem is not None:
+        raise UploadRefused(f"The XLSX file cannot be used: {problem}.")
     try:
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
         workbook.close()

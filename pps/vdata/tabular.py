@@ -13,17 +13,49 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pps.uploads.kinds import decode_text
+from pps.uploads.workbook import workbook_problem
 
-__all__ = ["ColumnMapping", "Table", "TableError", "read_table", "resolve_mapping"]
+__all__ = [
+    "MAX_BLANK_ROWS",
+    "MAX_COLUMNS",
+    "MAX_HEADER_CELL",
+    "SNIFF_SAMPLE",
+    "ColumnMapping",
+    "Table",
+    "TableError",
+    "column_list",
+    "pick_dialect",
+    "read_table",
+    "resolve_mapping",
+    "sniff_sample",
+]
 
 ColumnMapping = Mapping[str, int | str]
 #: Longest cell kept; longer ones are refused (no DataKey takes more than the renderer's cap).
 MAX_CELL = 10_000
+#: Longest header cell: a header names a column in every error message about it.
+MAX_HEADER_CELL = 255
+#: Columns read; cells beyond them are ignored (no mapping can name them). openpyxl pads
+#: an XLSX row to its last cell, up to column XFD (16,384), so it is asked for no more.
+MAX_COLUMNS = 1_000
+#: Blank rows read (CSV lines, XLSX rows, and the gaps between numbered XLSX rows, which
+#: openpyxl fills with empty rows): with the row limit, this bounds the rows walked.
+MAX_BLANK_ROWS = 10_000
+#: Characters of the first line :class:`csv.Sniffer` sees: its time grows with the square
+#: of its input (seconds for 50 KB), and a few KB show the delimiter.
+SNIFF_SAMPLE = 2048
+#: Column names one message lists, each cut to :data:`LISTED_NAME` characters.
+LISTED_COLUMNS = 20
+LISTED_NAME = 40
+#: Characters of a reader's exception kept in a message (it may quote the whole cell).
+_REASON = 200
+_LINE_END = re.compile(r"[\r\n]")
 
 
 class TableError(ValueError):
@@ -50,6 +82,23 @@ def read_table(kind: str, data: bytes, max_rows: int) -> Table:
     raise TableError(f"Variable data must be a CSV or XLSX file, this file is {kind.upper()}.")
 
 
+def sniff_sample(text: str) -> str:
+    """The start of the first line, at most :data:`SNIFF_SAMPLE` characters.
+
+    Only the first SNIFF_SAMPLE characters are looked at, so a file without line ends
+    (or with ``\\r`` ones only) costs no more than one with a short header.
+    """
+    return _LINE_END.split(text[:SNIFF_SAMPLE], maxsplit=1)[0]
+
+
+def pick_dialect(text: str) -> Any:
+    """The CSV dialect of ``text``, guessed from :func:`sniff_sample` (Excel's otherwise)."""
+    try:
+        return csv.Sniffer().sniff(sniff_sample(text), delimiters=",;\t|")
+    except csv.Error:
+        return csv.excel
+
+
 def _read_csv(data: bytes, max_rows: int) -> Table:
     try:
         text = decode_text(data)
@@ -58,31 +107,39 @@ def _read_csv(data: bytes, max_rows: int) -> Table:
             f"The CSV file is not UTF-8 (byte {exc.start} is not valid UTF-8); save it as "
             "'CSV UTF-8' (or UTF-16 with a byte-order mark)."
         ) from None
-    first_line = text.split("\n", 1)[0]
+    reader = csv.reader(io.StringIO(text, newline=""), pick_dialect(text))
     try:
-        dialect: Any = csv.Sniffer().sniff(first_line, delimiters=",;\t|")
-    except csv.Error:
-        dialect = csv.excel
-    reader = csv.reader(io.StringIO(text, newline=""), dialect)
-    try:
-        return _collect(([str(cell) for cell in row] for row in reader), max_rows)
+        return _collect(reader, max_rows)
     except csv.Error as exc:
         raise TableError(f"The CSV file cannot be read: line {reader.line_num}: {exc}.") from None
 
 
 def _read_xlsx(data: bytes, max_rows: int) -> Table:
+    """The first sheet; any failure of openpyxl while reading is the file's, a 422."""
     from openpyxl import load_workbook
 
+    problem = workbook_problem(data)  # the same check as an upload's
+    if problem is not None:
+        raise TableError(f"The XLSX file cannot be used: {problem}.")
     try:
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=False)
     except Exception as exc:  # openpyxl raises many kinds (KeyError, zip, XML errors)
-        raise TableError(f"The XLSX file cannot be read: {exc}.") from None
+        raise TableError(f"The XLSX file cannot be read: {_reason(exc)}.") from None
     try:
         sheet = workbook.worksheets[0]
-        rows = ([_cell_text(value) for value in row] for row in sheet.iter_rows(values_only=True))
-        return _collect(rows, max_rows)
+        sheet.reset_dimensions()  # pad rows to their cells, not to a declared <dimension>
+        return _collect(sheet.iter_rows(max_col=MAX_COLUMNS, values_only=True), max_rows)
+    except TableError:
+        raise
+    except Exception as exc:  # a cell or row openpyxl cannot parse: ValueError, IndexError...
+        raise TableError(f"The XLSX file cannot be read: {_reason(exc)}.") from None
     finally:
         workbook.close()
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= _REASON else text[:_REASON] + "..."
 
 
 def _cell_text(value: object) -> str:
@@ -97,29 +154,73 @@ def _cell_text(value: object) -> str:
     return str(value)
 
 
-def _collect(rows: Iterator[list[str]], max_rows: int) -> Table:
+def _texts(row: Sequence[object], width: int) -> list[str]:
+    """The first ``width`` cells as text: a row is kept only as wide as what can be mapped."""
+    return ["" if value is None else _cell_text(value) for value in row[:width]]
+
+
+def _header(row: Sequence[object]) -> list[str]:
+    """The first row's texts, without the empty cells openpyxl pads it with (None)."""
+    width = min(len(row), MAX_COLUMNS)
+    while width and row[width - 1] is None:
+        width -= 1
+    header = [cell.strip() for cell in _texts(row, width)]
+    for index, name in enumerate(header):
+        if len(name) > MAX_HEADER_CELL:
+            raise TableError(
+                f"The header of column {index} has {len(name)} characters; at most "
+                f"{MAX_HEADER_CELL} are accepted."
+            )
+    return header
+
+
+def _collect(rows: Iterable[Sequence[object]], max_rows: int) -> Table:
+    """Header (its first :data:`MAX_COLUMNS` cells) and data rows (as wide as the header:
+    the columns a mapping can name); at most ``max_rows`` data and :data:`MAX_BLANK_ROWS`
+    blank rows are walked, so a sheet's declared size or row numbers cost nothing more."""
     header: list[str] | None = None
     body: list[list[str]] = []
-    for row in rows:
+    blank = 0
+    for raw in rows:
         if header is None:
-            header = [cell.strip() for cell in row]
+            header = _header(raw)
             continue
+        row = [] if raw.count(None) == len(raw) else _texts(raw, len(header))
         if not any(cell.strip() for cell in row):
-            continue  # blank lines (and Excel's trailing empty rows) are no records
+            blank += 1  # blank lines (and Excel's trailing empty rows) are no records
+            if blank > MAX_BLANK_ROWS:
+                raise TableError(
+                    f"The file has more than {MAX_BLANK_ROWS} empty rows; delete them."
+                )
+            continue
         if len(body) >= max_rows:
             raise TableError(f"The file has more than {max_rows} data rows; at most {max_rows}.")
-        for cell in row:
-            if len(cell) > MAX_CELL:
-                raise TableError(
-                    f"Row {len(body) + 1} has a cell of {len(cell)} characters; "
-                    f"at most {MAX_CELL} are accepted."
-                )
+        longest = max(map(len, row), default=0)
+        if longest > MAX_CELL:
+            raise TableError(
+                f"Row {len(body) + 1} has a cell of {longest} characters; "
+                f"at most {MAX_CELL} are accepted."
+            )
         body.append(row)
     if header is None or not any(header):
         raise TableError("The file is empty: the first row must name the columns.")
     if not body:
         raise TableError("The file has a header but no data rows.")
     return Table(header=header, rows=body)
+
+
+def column_list(header: Sequence[str]) -> str:
+    """The first :data:`LISTED_COLUMNS` column names for a message, each shortened."""
+    names = [_shortened(name) for name in header[:LISTED_COLUMNS]]
+    more = len(header) - LISTED_COLUMNS
+    listed = ", ".join(names) + (f" and {more} more" if more > 0 else "")
+    if len(header) >= MAX_COLUMNS:
+        listed += f"; only the first {MAX_COLUMNS} columns are read"
+    return listed
+
+
+def _shortened(name: str) -> str:
+    return name if len(name) <= LISTED_NAME else name[:LISTED_NAME] + "..."
 
 
 def resolve_mapping(
@@ -142,23 +243,26 @@ def resolve_mapping(
     problems: list[str] = []
     for key, column in mapping.items():
         if key not in data_keys:
-            problems.append(f"{key!r} is not a DataKey of the template")
+            problems.append(f"{_shortened(key)!r} is not a DataKey of the template")
         elif isinstance(column, bool) or not isinstance(column, int | str):
             problems.append(f"{key!r}: a column is an index (from 0) or a header text")
         elif isinstance(column, int):
             if not 0 <= column < len(header):
                 problems.append(
                     f"{key!r}: the file has no column {column} (it has columns 0 to "
-                    f"{len(header) - 1}: {', '.join(header)})"
+                    f"{len(header) - 1}: {column_list(header)})"
                 )
             else:
                 resolved[key] = (column, header[column] or f"column {column}")
         elif column.strip() not in header:
             problems.append(
-                f"{key!r}: the file has no column {column!r} (its columns: {', '.join(header)})"
+                f"{key!r}: the file has no column {_shortened(column)!r} "
+                f"(its columns: {column_list(header)})"
             )
         else:
             resolved[key] = (header.index(column.strip()), column.strip())
     if problems:
-        raise TableError("columnMapping: " + "; ".join(problems) + ".", "columnMapping")
+        more = len(problems) - LISTED_COLUMNS
+        listed = "; ".join(problems[:LISTED_COLUMNS]) + (f"; and {more} more" if more > 0 else "")
+        raise TableError(f"columnMapping: {listed}.", "columnMapping")
     return resolved

@@ -1,0 +1,215 @@
+"""Variable-data files whose reading must stay bounded by what they hold: a CSV's first
+line, an XLSX's declared size, row numbers and shared strings, cells openpyxl cannot parse,
+and error messages about very wide headers. Each test checks the bound, not a time."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+from typing import Any
+
+import pytest
+from api_support import assert_error
+from conftest import ApiClient
+from vdata_support import card_draft, card_template, csv_bytes, multipart, xlsx_by_hand
+
+from pps.platform.models import Client, Draft
+from pps.platform.repository.sql import SqlRepository
+from pps.uploads.workbook import MAX_SHARED_STRINGS_UNPACKED, workbook_problem
+from pps.vdata import tabular
+from pps.vdata.tabular import (
+    LISTED_COLUMNS,
+    MAX_BLANK_ROWS,
+    MAX_COLUMNS,
+    SNIFF_SAMPLE,
+    TableError,
+    read_table,
+    resolve_mapping,
+    sniff_sample,
+)
+
+HEADER = '<row r="1"><c r="A1" t="inlineStr"><is><t>Name</t></is></c></row>'
+
+
+@pytest.fixture
+def draft(repo: SqlRepository, tenant: Client) -> Draft:
+    return card_draft(repo, tenant, card_template(repo, tenant))
+
+
+def path(draft: Draft) -> str:
+    return f"/api-ext/draft/{draft.draft_hash}/variable-data"
+
+
+def post_file(api: ApiClient, draft: Draft, name: str, data: bytes, mapping: Any) -> Any:
+    return api.post(
+        path(draft),
+        data=multipart(name, data, columnMapping=json.dumps(mapping)),
+        content_type="multipart/form-data",
+    )
+
+
+def post_stored(api: ApiClient, draft: Draft, name: str, data: bytes, mapping: Any) -> Any:
+    upload = api.post(
+        "/api-ext/file", data=multipart(name, data), content_type="multipart/form-data"
+    )
+    assert upload.status_code == 201, upload.get_data(as_text=True)
+    return api.post(path(draft), json={"file": upload.get_json()["identifier"], **mapping})
+
+
+def rows_stored(api: ApiClient, draft: Draft) -> int:
+    return int(api.get(path(draft)).get_json()["_meta"]["amountOfRows"])
+
+
+@pytest.mark.parametrize(
+    "data", [b'",' * 24000 + b"\r\nx\r\n", b"Name,Mail\r" + b"A,b\r" * 5000, b"a;" * 100_000]
+)
+def test_the_sniffer_sees_a_bounded_prefix_of_the_first_line(
+    monkeypatch: pytest.MonkeyPatch, data: bytes
+) -> None:
+    """``csv.Sniffer`` is quadratic in its input: it only ever gets SNIFF_SAMPLE characters,
+    whatever the first line's length or line ends."""
+    seen: list[int] = []
+    sniff = csv.Sniffer.sniff
+
+    def spy(self: csv.Sniffer, sample: str, delimiters: str | None = None) -> Any:
+        seen.append(len(sample))
+        return sniff(self, sample, delimiters)
+
+    monkeypatch.setattr(csv.Sniffer, "sniff", spy)
+    with contextlib.suppress(TableError):  # read or refused: the bound is what counts
+        read_table("csv", data, 10_000)
+    assert seen and max(seen) <= SNIFF_SAMPLE
+    assert sniff_sample("x" * 10 * SNIFF_SAMPLE) == "x" * SNIFF_SAMPLE
+    assert sniff_sample("Name;Mail\rAda;a@b.c\r") == "Name;Mail"
+
+
+def test_a_long_first_line_still_picks_its_delimiter(api: ApiClient, draft: Draft) -> None:
+    header = ";".join(["Name", *(f"Column {index}" for index in range(900))])
+    data = f"{header}\r\nAda;x\r\n".encode()
+    assert len(header) > SNIFF_SAMPLE
+    assert post_file(api, draft, "a.csv", data, {"name": "Name"}).status_code == 204
+    assert api.get(path(draft)).get_json()["data"] == [{"name": "Ada"}]
+
+
+def test_a_declared_dimension_and_far_row_numbers_are_not_walked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``<dimension ref="A1:XFD1048576"/>`` and a row at 1,048,576: openpyxl would pad to
+    both; the rows walked stop after MAX_BLANK_ROWS empty ones, each at most MAX_COLUMNS."""
+    monkeypatch.setattr(tabular, "MAX_BLANK_ROWS", 50)
+    walked: list[int] = []
+    collect = tabular._collect
+
+    def counting(rows: Any, max_rows: int) -> Any:
+        def each() -> Any:
+            for row in rows:
+                walked.append(len(row))
+                yield row
+
+        return collect(each(), max_rows)
+
+    monkeypatch.setattr(tabular, "_collect", counting)
+    far = '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>x</t></is></c></row>'
+    data = xlsx_by_hand(HEADER + far, dimension="A1:XFD1048576")
+    assert len(data) < 2000
+    with pytest.raises(TableError, match="more than 50 empty rows"):
+        read_table("xlsx", data, 10_000)
+    assert len(walked) <= 52 and max(walked) <= MAX_COLUMNS
+
+
+def test_rows_with_a_cell_in_column_xfd_keep_only_what_can_be_mapped() -> None:
+    """A cell in A and one in XFD per row: each row is kept as wide as the header, and
+    the header at most MAX_COLUMNS wide."""
+    cells = "".join(
+        f'<row r="{n}"><c r="A{n}"><v>{n}</v></c><c r="XFD{n}"><v>1</v></c></row>'
+        for n in range(2, 202)
+    )
+    table = read_table("xlsx", xlsx_by_hand(HEADER + cells, dimension="A1:XFD201"), 10_000)
+    assert table.header == ["Name"]
+    assert len(table.rows) == 200 and {len(row) for row in table.rows} == {1}
+    far_header = HEADER.replace("</row>", '<c r="XFD1" t="inlineStr"><is><t>Far</t></is></c></row>')
+    wide = read_table("xlsx", xlsx_by_hand(far_header + cells), 10_000)
+    assert wide.header == ["Name"]  # beyond MAX_COLUMNS: no mapping can name it
+
+
+def test_blank_rows_count_towards_a_limit(api: ApiClient, draft: Draft) -> None:
+    data = b"Name\r\n" + b"\r\n" * (MAX_BLANK_ROWS + 1) + b"Ada\r\n"
+    error = assert_error(post_file(api, draft, "a.csv", data, {"name": 0}), 422, "file")
+    assert f"more than {MAX_BLANK_ROWS} empty rows" in error["message"]
+
+
+def test_shared_strings_are_limited_on_both_paths(api: ApiClient, draft: Draft) -> None:
+    """Millions of tiny shared strings in a small ZIP: refused from the ZIP directory, by
+    the one check an upload and a workbook sent as variable data both run."""
+    count = MAX_SHARED_STRINGS_UNPACKED // len("<si><t>a</t></si>") + 1
+    data = xlsx_by_hand(HEADER, shared=["a"] * count)
+    assert len(data) < 100_000
+    assert "shared strings" in (workbook_problem(data) or "")
+    error = assert_error(post_file(api, draft, "a.xlsx", data, {"name": 0}), 422, "file")
+    assert "shared strings" in error["message"]
+    upload = api.post(
+        "/api-ext/file", data=multipart("a.xlsx", data), content_type="multipart/form-data"
+    )
+    assert "shared strings" in assert_error(upload, 422, "file")["message"]
+
+
+def test_a_zip_bomb_sent_as_variable_data_is_refused_before_openpyxl(
+    api: ApiClient, draft: Draft, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pps.uploads.workbook as workbook
+
+    data = xlsx_by_hand(HEADER + '<row r="2"><c r="A2"><v>1</v></c></row>')
+    monkeypatch.setattr(workbook, "MAX_XLSX_UNPACKED", 100)
+    error = assert_error(post_file(api, draft, "a.xlsx", data, {"name": 0}), 422, "file")
+    assert "unpacks to" in error["message"]
+    assert rows_stored(api, draft) == 0
+
+
+BROKEN_CELLS = [
+    '<row r="2"><c r="A2"><v>abc</v></c></row>',
+    '<row r="2"><c r="A2" t="s"><v>5</v></c></row>',
+    '<row r="2"><c r="A2" t="d"><v>notadate</v></c></row>',
+    '<row r="x"><c r="A2"><v>1</v></c></row>',
+    '<row r="2"><c r="ZZZZ2"><v>1</v></c></row>',
+]
+
+
+@pytest.mark.parametrize("row", BROKEN_CELLS)
+@pytest.mark.parametrize("way", ["multipart", "stored"])
+def test_cells_openpyxl_cannot_parse_are_a_422(
+    api: ApiClient, draft: Draft, row: str, way: str
+) -> None:
+    assert (
+        post_file(api, draft, "a.csv", csv_bytes([["Name"], ["A"]]), {"name": 0}).status_code == 204
+    )
+    data = xlsx_by_hand(HEADER + row, shared=["a"])
+    if way == "multipart":
+        response = post_file(api, draft, "a.xlsx", data, {"name": 0})
+    else:
+        response = post_stored(api, draft, "a.xlsx", data, {"columnMapping": {"name": 0}})
+    error = assert_error(response, 422, "file")
+    assert "cannot be read" in error["message"]
+    assert rows_stored(api, draft) == 1  # nothing replaced
+
+
+def test_a_wide_header_is_not_echoed_whole(api: ApiClient, draft: Draft) -> None:
+    data = b"Name" + b"," * 100_000 + b"\r\nAlice\r\n"
+    response = post_file(api, draft, "a.csv", data, {"name": "Nope"})
+    error = assert_error(response, 422, "columnMapping")
+    assert len(response.get_data()) < 4000
+    assert "more" in error["message"]
+
+
+def test_column_lists_are_capped_and_names_shortened() -> None:
+    header = ["x" * 500, *(f"c{index}" for index in range(5000))]
+    with pytest.raises(TableError) as refused:
+        resolve_mapping({"name": "Nope", "email": 99_999}, header, ["name", "email"])
+    message = str(refused.value)
+    assert "x" * 41 not in message and f"and {len(header) - LISTED_COLUMNS} more" in message
+    assert len(message) < 2000
+
+
+def test_a_long_header_cell_is_refused() -> None:
+    with pytest.raises(TableError, match="header of column 1"):
+        read_table("csv", b"Name," + b"y" * 300 + b"\r\nA,b\r\n", 10)
