@@ -33,15 +33,12 @@ from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDeco
 
 from pps.platform import strict_json
 from pps.platform.errors import BadRequest, UnsupportedMediaType, ValidationFailed
-from pps.platform.storable_text import text_problem
+from pps.platform.storable_text import MAX_DEPTH, text_problem
 
 #: The location of request bodies, for ``Blueprint.arguments(..., location=BODY)``.
 BODY = "php"
 FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
 _SNAKE = re.compile(r"_([a-z0-9])")
-#: Deeper bodies are refused: nothing a shop sends nests this far, and serialising a very
-#: deep value again (into the database, into the response) would hit the recursion limit.
-MAX_DEPTH = 32
 #: An integer key as PHP's arrays keep it (``"7"``, ``"-1"``; ``"07"`` and ``"-0"`` are text).
 _PHP_INT = re.compile(r"(?:0|-?[1-9][0-9]*)\Z")
 _PHP_LONG = 2**63
@@ -294,7 +291,7 @@ def json_object_body(raw: bytes, mimetype: str) -> dict[str, Any]:
         raise UnsupportedMediaType()
     try:
         data = strict_json.loads(raw)
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:  # too deep to decode included (strict_json.TooDeep)
         raise BadRequest(f"The request body is not valid JSON: {exc}") from None
     if data == []:
         return {}

@@ -418,8 +418,8 @@ def _parse_json(raw: bytes, name: str) -> dict[str, Any]:
     valid Unicode."""
     try:
         value = strict_json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError):
-        # ValueError covers invalid UTF-8 and invalid JSON (both subclass it).
+    except ValueError:
+        # Invalid UTF-8, invalid JSON and JSON too deep to decode all subclass it.
         raise MalformedToken(f"the {name} is not valid UTF-8 JSON") from None
     if not isinstance(value, dict):
         raise MalformedToken(f"the {name} must be a JSON object, got {type(value).__name__}")

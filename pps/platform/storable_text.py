@@ -8,7 +8,12 @@ takes text from outside (API bodies, the editor's autosave) asks this one functi
 
 from __future__ import annotations
 
-__all__ = ["nested_deeper_than", "text_problem"]
+__all__ = ["MAX_DEPTH", "nested_deeper_than", "text_problem"]
+
+#: Deepest nesting of lists and objects pps takes from outside (request bodies, template
+#: files): nothing a shop sends nests this far, and encoding a very deep value again (into
+#: the database, into an answer) would hit the recursion limit.
+MAX_DEPTH = 32
 
 
 def text_problem(text: str) -> str | None:

@@ -36,7 +36,7 @@ from pps.files.keys import template_asset_key
 from pps.platform import ids, strict_json
 from pps.platform.models import JsonObject, Template
 from pps.platform.repository import DuplicateIdentifier, Repository
-from pps.platform.storable_text import nested_deeper_than
+from pps.platform.storable_text import MAX_DEPTH, nested_deeper_than
 from pps.platform.storage import FileStorage
 from pps.render import AssetError, DirectoryAssets, SpecError, parse_spec
 from pps.render.assets import check_relative_name
@@ -58,9 +58,6 @@ __all__ = [
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: Template files are small descriptions; anything larger is almost certainly the wrong file.
 MAX_FILE_BYTES = 5 * 1024 * 1024
-#: Deepest nesting of lists and objects in a template file, as for API bodies; a template
-#: needs a handful of levels.
-MAX_DEPTH = 32
 #: A preview is a thumbnail shown in shop catalogues, not print data.
 MAX_PREVIEW_BYTES = 10 * 1024 * 1024
 _ROOT = "(template)"
