@@ -226,7 +226,9 @@ def test_claim_against_a_redis_that_stops_answering_fails_closed_in_time(
         assert "did not answer" in str(outcome[0])
         assert silent_proxy.set_nx_seen == 2  # sent, timed out, resent once, timed out
         assert elapsed > 0.85  # two timeouts of 0.45 s each
-        assert elapsed < 1.2  # and nothing else waits: a third wait would make it 1.35
+        # Nothing else waits: a third wait would make it 1.35 (and set_nx_seen 3). The
+        # margin is for a loaded machine: 1.21 s was seen under a full CI run.
+        assert elapsed < 1.3
     finally:
         store.close()
 
