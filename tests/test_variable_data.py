@@ -213,6 +213,13 @@ def test_csv_formula_is_literal(api: ApiClient, draft: Draft) -> None:
         (csv_bytes([["Name"], ["A"]]), {"colour": 0}, "columnMapping", "not a DataKey"),
         (csv_bytes([["Name"]]), {"name": 0}, "file", "no data rows"),
         (b"%PDF-1.4\n", {"name": 0}, "file", "CSV or XLSX"),
+        # A quote left open swallowed every later line into one value (a 204).
+        (
+            b'Name,E-Mail,Web\nA,a@b.c,u\n"B,b@b.c,u\nC,c@b.c,u\n',
+            MAPPING,
+            "file",
+            "starts on line 3",
+        ),
         (csv_bytes([HEADER, ["", "a@b.c", "u"]]), MAPPING, "rows.1.Name", "Row 1"),
         (
             csv_bytes([HEADER, ["A", "a@b.c", "u"], ["x" * 41, "", ""]]),

@@ -14,7 +14,7 @@ import csv
 import datetime as dt
 import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,11 +107,27 @@ def _read_csv(data: bytes, max_rows: int) -> Table:
             f"The CSV file is not UTF-8 (byte {exc.start} is not valid UTF-8); save it as "
             "'CSV UTF-8' (or UTF-16 with a byte-order mark)."
         ) from None
-    reader = csv.reader(io.StringIO(text, newline=""), pick_dialect(text))
+    source = io.StringIO(text, newline="")
+    # Strict: a quote left open would otherwise swallow every later line into one value.
+    reader = csv.reader(source, pick_dialect(text), strict=True)
+    row_ends = [0]  # the line the last row read ended on
     try:
-        return _collect(reader, max_rows)
+        return _collect(_rows_ending(reader, row_ends), max_rows)
     except csv.Error as exc:
+        if not source.read(1):  # the text ran out inside a quoted value
+            raise TableError(
+                f"The CSV file cannot be read: the quoted value that starts on line "
+                f"{row_ends[0] + 1} is never closed (a quote inside a quoted value is "
+                'written twice: "").'
+            ) from None
         raise TableError(f"The CSV file cannot be read: line {reader.line_num}: {exc}.") from None
+
+
+def _rows_ending(reader: Any, row_ends: list[int]) -> Iterator[list[str]]:
+    """``reader``'s rows, noting in ``row_ends[0]`` the line each one ended on."""
+    for row in reader:
+        yield row
+        row_ends[0] = reader.line_num
 
 
 def _read_xlsx(data: bytes, max_rows: int) -> Table:
