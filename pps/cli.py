@@ -359,6 +359,19 @@ def template_list(client_id: str | None, as_json: bool) -> None:
 # -- demo --------------------------------------------------------------------------------
 
 
+def _check_examples_dir(examples_dir: Path) -> None:
+    """An ``--examples`` folder given on the command line must hold examples: a typo would
+    otherwise import nothing without a word. The default folder ships with the repository
+    only, so an installed package runs the demo without it."""
+    source = click.get_current_context().get_parameter_source("examples_dir")
+    if source is not click.core.ParameterSource.COMMANDLINE:
+        return
+    if not any(examples_dir.glob("*/template.json")):
+        raise click.BadParameter(
+            f"{examples_dir} holds no <name>/template.json file.", param_hint="'--examples'"
+        )
+
+
 @pps_group.command("demo")
 @click.option(
     "--template",
@@ -385,6 +398,7 @@ def demo(template_file: Path, examples_dir: Path, as_json: bool) -> None:
     draft on the demo template; running it again reuses them all. Each run prints a new
     login URL, since every login token works only once.
     """
+    _check_examples_dir(examples_dir)
     try:
         spec = load_template_file(template_file)
     except TemplateFileError as exc:

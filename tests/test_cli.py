@@ -564,6 +564,20 @@ def test_demo_examples_folder_skips_broken_files_and_names_the_nameless(
     assert "flyer" in identifiers and "broken" not in identifiers
 
 
+@pytest.mark.parametrize("folder", ["missing", "empty", "file"])
+def test_demo_examples_folder_without_examples_is_a_usage_error(
+    runner: FlaskCliRunner, repo: SqlRepository, tmp_path: Path, folder: str
+) -> None:
+    """A mistyped ``--examples`` imported nothing and said nothing (exit 0)."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file").write_text("{}")
+    result = pps(runner, "demo", "--examples", str(tmp_path / folder))
+    assert result.exit_code == 2, result.output
+    assert "'--examples'" in result.stderr
+    assert ("template.json" in result.stderr) is (folder != "file")  # click names a file
+    assert repo.get_client("DemoShop") is None  # refused before anything was seeded
+
+
 # -- the console script ------------------------------------------------------------------
 
 
