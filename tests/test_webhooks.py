@@ -278,6 +278,25 @@ def test_bad_events_and_forbidden_urls_are_422(hook_app: Flask) -> None:
     }
 
 
+def test_a_url_beyond_ascii_is_delivered_percent_encoded(hook_app: Flask) -> None:
+    """HTTP sends the request target as ASCII: a path or query beyond it goes percent-encoded
+    (as a browser sends it), not stuck in the outbox."""
+    services = hook_app.extensions["pps"]
+    client, api = shop(hook_app, "Shop A")
+    with receiver() as hook:
+        url = hook.url.replace("/hooks/pps?shop=1", "/hooks/café?shop=Zürich")
+        created = api.post(URL, json={"event": DRAFT_CREATED, "url": url})
+        assert created.status_code == 201, created.get_json()
+        assert created.get_json()["data"]["url"] == url
+        emit(services, client.identifier, DRAFT_CREATED, {"n": 1})
+        wait_until(lambda: hook.requests, timeout=5)
+        assert hook.requests[0].path == "/hooks/caf%C3%A9?shop=Z%C3%BCrich"
+        wait_until(lambda: services.integrations.pending(client.identifier) == 0)
+    # What has no UTF-8 form (a lone surrogate, from a CLI argument) cannot be sent at all.
+    with pytest.raises(ForbiddenTarget, match="Unicode"):
+        parse_target("http://127.0.0.1/\udc80")
+
+
 # -- deliveries ----------------------------------------------------------------------------
 
 

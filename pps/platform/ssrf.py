@@ -3,7 +3,8 @@
 Shops name URLs pps then calls (``stateChangedNotifyUrl``, webhooks, the remote ACL), so
 pps must not become a way to reach what only pps can reach (server-side request forgery):
 
-* only ``http`` and ``https``, no user name or password in the URL;
+* only ``http`` and ``https``, no user name or password in the URL; a path or query beyond
+  ASCII is sent percent-encoded as UTF-8, as browsers send it;
 * every address the host resolves to is judged by :func:`address_problem`: each IANA
   special-purpose range (the IPv4 and IPv6 Special-Purpose Address Registries, RFC 6890
   and successors) is refused, from an explicit table below, with ``ipaddress``'s
@@ -34,7 +35,7 @@ import threading
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, quote, urlsplit
 
 __all__ = [
     "SPECIAL_PURPOSE",
@@ -56,6 +57,9 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 MAX_URL_LENGTH = 2000
 #: Largest answer body read; receivers' answers are not used beyond the ACL's small JSON.
 MAX_RESPONSE_BYTES = 256 * 1024
+#: Every printable ASCII character: kept as it is in a request target; only the characters
+#: beyond ASCII are percent-encoded.
+_PRINTABLE_ASCII = "".join(chr(code) for code in range(0x21, 0x7F))
 
 
 class ForbiddenTarget(ValueError):
@@ -188,6 +192,12 @@ def parse_target(url: str) -> Target:
     path = parts.path or "/"
     if parts.query:
         path = f"{path}?{parts.query}"
+    try:
+        # HTTP sends the request target as ASCII: characters beyond it go as their UTF-8
+        # bytes, percent-encoded, as a browser sends them.
+        path = quote(path, safe=_PRINTABLE_ASCII)
+    except UnicodeError:
+        raise ForbiddenTarget("Is not a valid URL: it is not valid Unicode text.") from None
     return Target(scheme, host, port or (443 if scheme == "https" else 80), path)
 
 
