@@ -252,6 +252,50 @@ def test_a_slow_shop_denies_within_the_deadline(
         assert elapsed < ACL_TIMEOUT + 1.0, elapsed
 
 
+@contextmanager
+def answering(body: bytes) -> Iterator[str]:
+    """An ACL endpoint that answers every question with ``body`` (200); its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/acl"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_an_answer_nested_too_deeply_denies_with_a_403(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    """JSON deeper than the decoder can recurse is "not JSON", a denial, not a 500."""
+    services, client, draft = setup
+    with answering(b"[" * 100_000) as url:
+        decision = ask(
+            url, "draft.save", user_identifier="u", draft_hash=draft.draft_hash, timeout=2.0
+        )
+        assert not decision.allowed and "other than JSON" in decision.reason
+        services.integrations.set_acl_url(client.identifier, url)
+        response = fetch_print(acl_app.test_client(), client, draft)
+        assert response.status_code == 403
+        assert "other than JSON" in response.get_json()["message"]
+
+
 def test_no_acl_url_denies_and_drafts_without_the_flag_are_not_asked(
     setup: tuple[Any, Client, Draft], acl_app: Flask
 ) -> None:

@@ -31,6 +31,7 @@ from pps.platform.models import Draft, DraftRef
 from pps.platform.repository.integrations import SqlIntegrationStore
 from pps.platform.settings import Settings
 from pps.platform.ssrf import ForbiddenTarget, RequestFailed, post
+from pps.platform.strict_json import loads
 
 __all__ = [
     "ACTIONS",
@@ -122,7 +123,7 @@ def ask(
     if not 200 <= response.status < 300:
         return Decision(False, f"the shop's access control answered {response.status}")
     try:
-        answer = json.loads(response.body)
+        answer = loads(response.body)  # nesting too deep for the decoder is a ValueError too
     except ValueError:
         return Decision(False, "the shop's access control answered something other than JSON")
     for entry in _entries(answer):
