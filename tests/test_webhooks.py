@@ -87,6 +87,10 @@ REFUSED_ALWAYS = [
     "255.255.255.255",
     "::",
     "::10.0.0.1",  # IPv4-compatible (deprecated)
+    "::ffff:0:7f00:1",  # IPv4-translated (SIIT) around 127.0.0.1
+    "::ffff:0:808:808",  # IPv4-translated around a public address: refused all the same
+    "::1:0:0:1",  # the rest of ::/8, reserved by the IETF
+    "0:ff::1",
     "64:ff9b:1::a00:1",  # local-use translation
     "100::1",
     "100:0:0:1::1",

@@ -13,7 +13,8 @@ pps must not become a way to reach what only pps can reach (server-side request 
   ``PPS_NOTIFY_ALLOW_PRIVATE``, or for the host names a client's operator allowed
   (``pps client allow-host``); everything else there is refused always;
 * IPv6 forms that carry an IPv4 address (IPv4-mapped, 6to4, NAT64) are judged by the IPv4
-  address they lead to; IPv4-compatible and Teredo addresses are refused outright;
+  address they lead to; IPv4-compatible, IPv4-translated (SIIT) and Teredo addresses, and
+  the rest of the IETF's reserved ``::/8``, are refused outright;
 * the check runs when the URL is given *and again at every send*, and the connection goes to
   the very address that was checked (Host header and TLS name stay the URL's host), so a
   DNS answer that changes in between (DNS rebinding) cannot redirect it;
@@ -110,6 +111,10 @@ SPECIAL_PURPOSE: tuple[_Range, ...] = (
     _r("::1/128", "is a loopback address", relaxable=True),
     _r("::/96", "is an IPv4-compatible address (deprecated)"),
     _r("64:ff9b:1::/48", "is special-purpose (local-use IPv4/IPv6 translation)"),
+    _r("::ffff:0:0:0/96", "is an IPv4-translated address (SIIT)"),
+    # The rest of ::/8 is reserved by the IETF (RFC 4291): nothing there is reachable,
+    # though ``is_global`` calls it global.
+    _r("::/8", "is reserved by the IETF"),
     _r("100::/64", "is special-purpose (discard-only)"),
     _r("100:0:0:1::/64", "is special-purpose (dummy prefix)"),
     _r("2001::/32", "is a Teredo tunnelling address"),
