@@ -218,6 +218,37 @@ def test_a_trickling_receiver_is_cut_off_at_the_deadline() -> None:
     assert 0.9 < elapsed < 2.0
 
 
+def test_a_tls_handshake_cannot_outlast_the_deadline() -> None:
+    """The connection is slow to be accepted (the listener's queue is full, so the first SYN
+    is dropped and sent again after a second), then the handshake never gets an answer: the
+    deadline still ends the request. A handshake that ran past the deadline would otherwise
+    hand back a socket the deadline's timer never saw, to be read for as long as the
+    receiver trickles its answer."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        held: list[socket.socket] = []
+
+        def accept_late() -> None:
+            time.sleep(0.3)
+            for _ in range(2):  # the filler, then the request's connection, left silent
+                held.append(listener.accept()[0])
+
+        with socket.create_connection(("127.0.0.1", port)):  # fills the accept queue
+            thread = threading.Thread(target=accept_late, daemon=True)
+            thread.start()
+            started = time.monotonic()
+            with pytest.raises(Exception, match="timed out"):
+                post(f"https://127.0.0.1:{port}/", b"{}", {}, deadline=1.5, allow_private=True)
+            elapsed = time.monotonic() - started
+            thread.join(5)
+        for conn in held:
+            conn.close()
+    assert len(held) == 2  # the connection was made, late: the handshake was what waited
+    assert 1.4 < elapsed < 2.0, elapsed
+
+
 # -- the resource, as the SDK calls it ---------------------------------------------------
 
 

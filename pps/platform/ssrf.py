@@ -20,9 +20,9 @@ pps must not become a way to reach what only pps can reach (server-side request 
   DNS answer that changes in between (DNS rebinding) cannot redirect it;
 * redirects are never followed (``http.client`` follows none) and proxies from the
   environment are ignored;
-* one request has one deadline for everything (connect, send, every read): a receiver
-  that trickles its answer a byte at a time is cut off when the deadline passes, not
-  allowed another timeout per read.
+* one request has one deadline for everything (connect, TLS handshake, send, every
+  read): a receiver that trickles its answer a byte at a time is cut off when the
+  deadline passes, not allowed another timeout per read.
 """
 
 from __future__ import annotations
@@ -267,25 +267,43 @@ def check_url(
 
 
 class _Pinned:
-    """Connects to one checked address; :meth:`abort` ends the socket from another thread."""
+    """Connects to one checked address; :meth:`abort` ends the socket from another thread.
+
+    Connecting and the TLS handshake each get only what is left of the deadline: the
+    timer's :meth:`abort` cannot reach a socket the TLS layer has not handed back yet, so
+    a handshake may not outlast the deadline, and an abort that came meanwhile is honoured
+    as soon as the socket is known.
+    """
 
     _address: IPAddress
+    _ends_at: float
     _aborted: bool
     _abort_lock: threading.Lock
     sock: socket.socket | None
 
-    def _setup(self, address: IPAddress) -> None:
+    def _setup(self, address: IPAddress, ends_at: float) -> None:
         self._address = address
+        self._ends_at = ends_at
         self._aborted = False
         self._abort_lock = threading.Lock()
 
-    def _open(self, port: int, timeout: float | None) -> socket.socket:
-        raw = socket.create_connection((str(self._address), port), timeout)
-        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def _remaining(self) -> float:
+        left = self._ends_at - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        return left
+
+    def _adopt(self, sock: socket.socket) -> None:
+        """Make ``sock`` the connection's socket, unless the deadline passed meanwhile."""
         with self._abort_lock:
+            self.sock = sock
             if self._aborted:
-                raw.close()
                 raise TimeoutError("deadline passed while connecting")
+
+    def _open(self, port: int) -> socket.socket:
+        raw = socket.create_connection((str(self._address), port), self._remaining())
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._adopt(raw)
         return raw
 
     def abort(self) -> None:
@@ -301,10 +319,10 @@ class _Pinned:
 class _PinnedHTTPConnection(_Pinned, http.client.HTTPConnection):
     def __init__(self, host: str, port: int, address: IPAddress, timeout: float) -> None:
         http.client.HTTPConnection.__init__(self, host, port, timeout=timeout)
-        self._setup(address)
+        self._setup(address, time.monotonic() + timeout)
 
     def connect(self) -> None:
-        self.sock = self._open(self.port, self.timeout)
+        self._open(self.port)
 
 
 class _PinnedHTTPSConnection(_Pinned, http.client.HTTPSConnection):
@@ -313,15 +331,12 @@ class _PinnedHTTPSConnection(_Pinned, http.client.HTTPSConnection):
     def __init__(self, host: str, port: int, address: IPAddress, timeout: float) -> None:
         self._tls = ssl.create_default_context()
         http.client.HTTPSConnection.__init__(self, host, port, timeout=timeout, context=self._tls)
-        self._setup(address)
+        self._setup(address, time.monotonic() + timeout)
 
     def connect(self) -> None:
-        raw = self._open(self.port, self.timeout)
-        try:
-            self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
-        except BaseException:
-            raw.close()
-            raise
+        raw = self._open(self.port)
+        raw.settimeout(self._remaining())  # the whole handshake, not each of its reads
+        self._adopt(self._tls.wrap_socket(raw, server_hostname=self.host))
 
 
 @dataclass(frozen=True)
