@@ -28,7 +28,7 @@ from pps.processing.notify import ForbiddenTarget, check_notify_url
 from pps.reviews import model
 from pps.reviews.model import MAX_REVIEWERS, Review, ReviewClosed, ReviewRuleBroken
 from pps.reviews.proof import print_pdf, proof_pdf, proof_pdf_key
-from pps.reviews.store import ReviewStore, StaleReview
+from pps.reviews.store import ReviewStore, ReviewTargetGone, StaleReview
 from pps.webhooks.notifications import (
     REVIEW_CLOSED_NOTIFICATION,
     REVIEW_PDF_NOTIFICATION,
@@ -129,10 +129,7 @@ class Reviews:
         if repository.get_draft_ref(client, draft_id) is None:
             raise NotFound(DRAFT_NOT_FOUND)
         reviewers = list(dict.fromkeys(users))
-        errors: dict[str, list[str]] = {}
-        unknown = [user for user in reviewers if not repository.user_exists(client, user)]
-        if unknown:
-            errors["user"] = [f"{NOT_A_USER} {_short(user)}" for user in unknown[:20]]
+        errors = self._unknown_users(client, reviewers)
         if len(reviewers) > MAX_REVIEWERS:
             errors.setdefault("user", []).append(f"A review has at most {MAX_REVIEWERS} reviewers.")
         if close_callback_url:
@@ -161,8 +158,28 @@ class Reviews:
             created_at=now,
             updated_at=now,
         )
-        self.store.create(review)
+        try:
+            self.store.create(review)
+        except ReviewTargetGone:
+            raise self._gone_since_checked(client, draft_id, reviewers) from None
         return review
+
+    def _unknown_users(self, client: str, users: Sequence[str]) -> dict[str, list[str]]:
+        """``{"user": [...]}`` naming the users that are not the client's; ``{}`` if none."""
+        unknown = [user for user in users if not self.svc.repository.user_exists(client, user)]
+        if not unknown:
+            return {}
+        return {"user": [f"{NOT_A_USER} {_short(user)}" for user in unknown[:20]]}
+
+    def _gone_since_checked(self, client: str, draft_id: str, users: Sequence[str]) -> PpsError:
+        """What a delete that won the race with :meth:`create`'s checks took away: the
+        draft (404, as if it had never been) or reviewers (422 naming them)."""
+        if self.svc.repository.get_draft_ref(client, draft_id) is None:
+            return NotFound(DRAFT_NOT_FOUND)
+        errors = self._unknown_users(client, users)
+        if errors:
+            return ValidationFailed(errors=errors)
+        return Conflict("The draft or a reviewer changed while the review was made; try again.")
 
     def add_user(self, client: str, review_id: str, user: str) -> Review:
         review = self.get(client, review_id)  # 404 first: another client's review
@@ -171,7 +188,13 @@ class Reviews:
             raise ValidationFailed(
                 errors={"userIdentifier": [f"A review has at most {MAX_REVIEWERS} reviewers."]}
             )
-        return self._change(client, review_id, lambda r: model.add_reviewer(r, user, now=utcnow()))
+
+        def apply(current: Review) -> Review:
+            # Checked again on every attempt: a user deleted since is a 422, not a retry.
+            self._check_user(client, user)
+            return model.add_reviewer(current, user, now=utcnow())
+
+        return self._change(client, review_id, apply)
 
     def delete_user(self, client: str, review_id: str, user: str) -> Review:
         self.get(client, review_id)  # 404 first: another client's review

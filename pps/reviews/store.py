@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Protocol
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from pps.platform.repository import Repository
@@ -19,15 +20,23 @@ from pps.platform.repository.sql import SqlRepository
 from pps.platform.repository.tables import review_users, reviews
 from pps.reviews.model import Review, Reviewer
 
-__all__ = ["ReviewStore", "SqlReviewStore", "StaleReview", "open_review_store"]
+__all__ = ["ReviewStore", "ReviewTargetGone", "SqlReviewStore", "StaleReview", "open_review_store"]
 
 
 class StaleReview(Exception):
-    """The review changed (or vanished) since it was read; nothing was written."""
+    """The review changed (or vanished) since it was read, or one of its reviewers was
+    deleted since; nothing was written."""
+
+
+class ReviewTargetGone(Exception):
+    """The draft or a reviewer of a new review was deleted after the caller checked it
+    (the foreign keys refused the insert); nothing was written."""
 
 
 class ReviewStore(Protocol):
-    def create(self, review: Review) -> None: ...
+    def create(self, review: Review) -> None:
+        """Insert ``review``; :class:`ReviewTargetGone` when its draft or a reviewer is gone."""
+        ...
 
     def get(self, client: str, review_id: str) -> Review | None: ...
 
@@ -56,6 +65,12 @@ class SqlReviewStore:
         self.engine = engine
 
     def create(self, review: Review) -> None:
+        try:
+            self._insert(review)
+        except sa.exc.IntegrityError:  # a delete won the race with the caller's checks
+            raise ReviewTargetGone(review.review_id) from None
+
+    def _insert(self, review: Review) -> None:
         with self.engine.begin() as conn:
             conn.execute(
                 reviews.insert().values(
@@ -126,6 +141,18 @@ class SqlReviewStore:
         )
 
     def save(self, review: Review) -> Review:
+        try:
+            self._update(review)
+        except sa.exc.IntegrityError:
+            # A reviewer was deleted since the review was read (its row went with it): the
+            # caller reads the review again, without that reviewer, and retries.
+            raise StaleReview(review.review_id) from None
+        stored = self.get(review.client_identifier, review.review_id)
+        if stored is None:  # deleted with its draft right after the write
+            raise StaleReview(review.review_id)
+        return stored
+
+    def _update(self, review: Review) -> None:
         with self.engine.begin() as conn:
             done = conn.execute(
                 reviews.update()
@@ -147,10 +174,6 @@ class SqlReviewStore:
                 raise StaleReview(review.review_id)
             conn.execute(review_users.delete().where(review_users.c.review_id == review.review_id))
             self._write_reviewers(conn, review)
-        stored = self.get(review.client_identifier, review.review_id)
-        if stored is None:  # deleted with its draft right after the write
-            raise StaleReview(review.review_id)
-        return stored
 
     @staticmethod
     def _write_reviewers(conn: Connection, review: Review) -> None:
