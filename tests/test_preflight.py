@@ -36,6 +36,7 @@ from test_editor import log_in, open_editor
 from test_files import download, fetch, magento_claims, sign
 
 from pps.app import create_app
+from pps.files.sweep import delete_draft_files
 from pps.files.uploaded import upload_key
 from pps.platform.models import (
     PREFLIGHT_ERRORS,
@@ -394,6 +395,32 @@ def test_upload_draft_replicates_with_its_own_upload(
     token = sign(tenant.api_key, magento_claims(tenant))
     served = download(client, f"/api-ext/files/draft/{copy_hash}/print", token)
     assert PdfReader(io.BytesIO(served)).pages[0].extract_text().strip() == "Copy me 1"
+
+
+def test_an_upload_draft_deleted_while_it_is_copied_is_404_and_leaves_no_copy(
+    app: Flask,
+    api: ApiClient,
+    repo: SqlRepository,
+    tenant: Client,
+    upload_template: Template,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``DELETE`` of the source (its row, then its files) lands after the copy's row is
+    made: the copy would have no upload and so no print file."""
+    draft = new_draft(api, upload_template, intent="upload")
+    assert upload(api, draft["draftHash"], print_pdf(2, text="Copy me")).status_code == 200
+    replicate = repo.replicate_draft
+
+    def then_deleted(client: str, draft_hash: str, **kwargs: Any) -> Any:
+        copy = replicate(client, draft_hash, **kwargs)
+        assert repo.delete_draft(client, draft_hash)
+        delete_draft_files(app.extensions["pps"].storage, client, draft_hash)
+        return copy
+
+    monkeypatch.setattr(repo, "replicate_draft", then_deleted)
+    response = api.post(f"/api-ext/draft/{draft['draftHash']}/replicate", json={})
+    assert_error(response, 404)
+    assert repo.list_drafts(tenant.identifier, 1, 100).total == 0
 
 
 #: The files of a draft that renders from its upload, as the shop asks for them.

@@ -87,3 +87,23 @@ def test_replicate_by_get_copies_rows_and_a_draft_without_rows_stays_at_one(
     copy = api.get(f"/api-ext/draft/{draft.draft_hash}/replicate").get_json()["data"]
     assert copy["personalizations"] == {"amount": 3}
     assert copy["apiDefaultValues"] == {"title": "Print Buyer"}  # the source's, none sent
+
+
+def test_a_source_deleted_while_it_is_copied_is_404_and_leaves_no_copy(
+    api: ApiClient, repo: SqlRepository, tenant: Client, draft: Draft, monkeypatch: Any
+) -> None:
+    """``DELETE`` of the source lands after the copy's row is made and before its records
+    are copied: the copy would print one record instead of the source's three."""
+    assert post_csv(api, draft, csv_bytes([HEADER, *people(3)])).status_code == 204
+    replicate = repo.replicate_draft
+
+    def then_deleted(client: str, draft_hash: str, **kwargs: Any) -> Any:
+        copy = replicate(client, draft_hash, **kwargs)
+        assert repo.delete_draft(client, draft_hash)
+        return copy
+
+    monkeypatch.setattr(repo, "replicate_draft", then_deleted)
+    response = api.post(f"/api-ext/draft/{draft.draft_hash}/replicate", json={})
+    assert response.status_code == 404, response.get_data(as_text=True)
+    assert response.get_json()["message"] == "No draft with this hash exists for this client."
+    assert repo.list_drafts(tenant.identifier, 1, 100).total == 0

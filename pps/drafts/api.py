@@ -256,7 +256,8 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
 
     A draft with variable data is copied with its rows (`personalizations.amount` is the
     same): each record renders the copy's values overlaid by its row, so the values sent
-    here fill what a row leaves unmapped.
+    here fill what a row leaves unmapped. A source deleted while it is copied is a 404
+    and leaves no copy.
     """
     # GET writes here (the Magento module's call), so a HEAD probe must not make a copy.
     refuse_head("HEAD would copy the draft; send GET or POST.", allow="GET, POST")
@@ -279,14 +280,31 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         )
     )
     uploaded = svc.storage.read(source.upload_key) if source.upload_key else None
+    if source.upload_key and uploaded is None:
+        _discard_copy(client, draft_hash, record.draft_hash)
     if uploaded is not None:  # the copy gets its own, deleted with it
         key = upload_key(client, record.draft_hash, uploaded)
         svc.storage.put(key, uploaded)
         record = _found(svc.repository.update_draft(client, record.draft_hash, upload_key=key))
-    if copy_rows(svc, source, record.draft_hash):  # the copy prints the same records
+    copied = copy_rows(svc, source, record.draft_hash)
+    if source.record_count and not copied:
+        _discard_copy(client, draft_hash, record.draft_hash)
+    if copied:  # the copy prints the same records
         record = _found(svc.repository.get_draft(client, record.draft_hash))
     emit(svc, client, DRAFT_CREATED, draft_payload(record))
     return {"data": record}
+
+
+def _discard_copy(client: str, source_hash: str, copy_hash: str) -> None:
+    """The copy came without the source's upload or records. When that is because the
+    source was deleted while it was copied, the copy is deleted too and the answer is the
+    source's 404 (a copy printing one record of many would be wrong, not late)."""
+    svc = services()
+    if svc.repository.get_draft_ref(client, source_hash) is not None:
+        return  # the source's rows or upload were taken away by its own update instead
+    svc.repository.delete_draft(client, copy_hash)
+    delete_draft_files(svc.storage, client, copy_hash)
+    raise NotFound(DRAFT_NOT_FOUND)
 
 
 bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource
