@@ -87,6 +87,20 @@ def test_lone_surrogates_in_json_are_4xx_and_write_nothing(
 
 
 @pytest.mark.parametrize("endpoint", TEXT_BODIES, ids=endpoint_id)
+def test_a_key_twice_in_a_json_object_is_400_and_writes_nothing(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
+) -> None:
+    """The last value won: a proxy or log reading the first saw another body than pps."""
+    method, path = endpoint
+    before = snapshot(repo)
+    for raw in (b'{"firstName": "a", "firstName": "b"}', b'{"customAttributes": {"k": 1, "k": 2}}'):
+        response = api.request(method, url(path, world), data=raw, content_type="application/json")
+        body = assert_error(response, 400)
+        assert "appears twice" in body["message"], body
+    assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize("endpoint", TEXT_BODIES, ids=endpoint_id)
 def test_lone_surrogates_in_form_fields_are_4xx_and_write_nothing(
     api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
 ) -> None:

@@ -36,3 +36,20 @@ def test_too_deep_nesting_is_a_value_error(text: str) -> None:
 def test_nesting_the_decoder_can_read_is_read() -> None:
     text = "[" * 500 + "]" * 500
     assert strict_json.loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [('{"a": 1, "a": 2}', "a"), ('[{"x": {"b": 1, "c": 2, "b": 1}}]', "b"), ('{"": 0, "": 0}', "")],
+)
+def test_a_key_twice_in_one_object_is_refused(text: str, key: str) -> None:
+    """``json.loads`` keeps the last value where another reader may keep the first."""
+    with pytest.raises(strict_json.DuplicateKey, match=f"the key {key!r} appears twice"):
+        strict_json.loads(text)
+
+
+def test_the_same_key_in_different_objects_is_read() -> None:
+    assert strict_json.loads('[{"a": 1}, {"a": 2, "b": {"a": 3}}]') == [
+        {"a": 1},
+        {"a": 2, "b": {"a": 3}},
+    ]

@@ -242,3 +242,23 @@ def test_file_tokens_are_not_refused_for_their_age(
     ttl = app.extensions["pps"].settings.nonce_ttl
     old = sign(tenant.api_key, {"client": tenant.identifier, "iat": time.time() - 2 * ttl})
     assert client.get(file_url(draft), query_string={"jwt": old}).status_code == 302
+
+
+# -- a claim named twice -----------------------------------------------------------------------
+
+
+def test_a_claim_named_twice_is_malformed_before_any_key_is_looked_up() -> None:
+    """``{"client": "A", "client": "B"}``: a log or a proxy that reads the first value would
+    name another client than the one whose key verified it."""
+    h = _b64(json.dumps({"alg": "HS256", "jti": "n"}).encode())
+    p = _b64(b'{"client": "Other123", "client": "Ab3dEf9h", "iat": 1712345678}')
+    token = f"{h}.{p}.{_b64(hmac.new(KEY.encode(), f'{h}.{p}'.encode(), hashlib.sha256).digest())}"
+    seen: list[str] = []
+
+    def lookup(client: str) -> str:
+        seen.append(client)
+        return KEY
+
+    with pytest.raises(MalformedToken, match="'client' appears twice") as info:
+        verify_token(token, lookup, now=NOW)
+    assert info.value.status == 400 and seen == []

@@ -20,7 +20,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: What each error status means, as the reference says it for every operation.
 STATUS_DESCRIPTIONS = {
-    400: "Malformed request: the body is not valid JSON, or a form body is not UTF-8.",
+    400: (
+        "Malformed request: the body is not valid JSON (a key given twice in one object "
+        "included), or a form body is not UTF-8."
+    ),
     401: "Missing, unknown or invalid credentials.",
     403: "The credentials do not allow this.",
     404: "No such resource for this client.",

@@ -418,6 +418,8 @@ def _parse_json(raw: bytes, name: str) -> dict[str, Any]:
     valid Unicode."""
     try:
         value = strict_json.loads(raw.decode("utf-8"))
+    except strict_json.DuplicateKey as exc:  # which of the two would a reader take?
+        raise MalformedToken(f"the {name} is not valid: {exc}") from None
     except ValueError:
         # Invalid UTF-8, invalid JSON and JSON too deep to decode all subclass it.
         raise MalformedToken(f"the {name} is not valid UTF-8 JSON") from None

@@ -1,9 +1,12 @@
-"""JSON as pps accepts it from outside: no ``NaN`` or ``Infinity``, no number beyond a float.
+"""JSON as pps accepts it from outside: no ``NaN`` or ``Infinity``, no number beyond a float,
+no key twice in one object.
 
 Neither PostgreSQL's JSON type nor a JSON answer can hold those values, so request bodies and
-token segments refuse them while parsing. Text nested deeper than the decoder can recurse is
-refused the same way, as a ``ValueError`` (:class:`TooDeep`), so a caller that handles invalid
-JSON handles that too.
+token segments refuse them while parsing. A key given twice is refused too: ``json.loads``
+keeps the last value, while a proxy or a shop's own log may read the first (RFC 8259 4 calls
+such objects unpredictable), and no JSON encoder of the reference clients writes one. Text
+nested deeper than the decoder can recurse is refused the same way, as a ``ValueError``
+(:class:`TooDeep`), so a caller that handles invalid JSON handles that too.
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from typing import Any
 
 class TooDeep(ValueError):
     """The JSON nests deeper than the decoder can recurse (about a thousand levels)."""
+
+
+class DuplicateKey(ValueError):
+    """An object names the same key twice."""
 
 
 def loads(text: str | bytes) -> Any:
@@ -46,4 +53,17 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(f"the key {key[:40]!r} appears twice in one object")
+            seen.add(key)
+    return obj
+
+
+_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+)
