@@ -51,6 +51,27 @@ CALLS: list[tuple[str, str, str, dict[str, Any], str]] = [
         "SDK src/Url/TemplateFiles.php threeDeeTexture",
     ),
     (
+        "variant",
+        "GET",
+        f"/api-ext/files/template/{TEMPLATE}/variant-export?page=1&variant_version_id=3",
+        {"jwt": True},
+        "SDK src/Url/TemplateFiles.php variantExport, page() and variantVersionID()",
+    ),
+    (
+        "variant",
+        "GET",
+        f"/api-ext/files/template/{TEMPLATE}/variant-thumb?variant_version_id=3",
+        {"jwt": True},
+        "SDK src/Url/TemplateFiles.php variantThumb",
+    ),
+    (
+        "photo",
+        "GET",
+        f"/api-ext/files/template/{TEMPLATE}/photo-thumb",
+        {"jwt": True},
+        "SDK src/Url/TemplateFiles.php photoThumb",
+    ),
+    (
         "derivative",
         "GET",
         f"/api-ext/draft/{DRAFT}/derivative?page=1&per_page=25",

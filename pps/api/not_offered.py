@@ -50,6 +50,8 @@ _DECLARATIONS = "The declaration service (declarations and ingredients)"
 _FEEDS = "The product feed service"
 _PAGE_PLANNER = "The page planner"
 _PDF_UTILITIES = "The PDF utility service"
+_VARIANT_FILES = "Exporting template variants and their thumbnails"
+_PHOTO_THUMBS = "The photo thumbnail of a template"
 
 NOT_OFFERED: tuple[NotOffered, ...] = (
     NotOffered(
@@ -73,6 +75,27 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
         ("GET",),
         "/files/template/<identifier>/3d-texture/<int:page>",
         "SDK src/Url/TemplateFiles.php threeDeeTexture",
+        bearer=False,
+    ),
+    NotOffered(
+        _VARIANT_FILES,
+        ("GET",),
+        "/files/template/<identifier>/variant-export",
+        "SDK src/Url/TemplateFiles.php variantExport (?page=, ?variant_version_id=)",
+        bearer=False,
+    ),
+    NotOffered(
+        _VARIANT_FILES,
+        ("GET",),
+        "/files/template/<identifier>/variant-thumb",
+        "SDK src/Url/TemplateFiles.php variantThumb (?page=, ?variant_version_id=)",
+        bearer=False,
+    ),
+    NotOffered(
+        _PHOTO_THUMBS,
+        ("GET",),
+        "/files/template/<identifier>/photo-thumb",
+        "SDK src/Url/TemplateFiles.php photoThumb",
         bearer=False,
     ),
     NotOffered(
