@@ -29,6 +29,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 def register_settings(app: Flask, settings: Settings) -> None:
     from pps.editor.embed import cookie_policy
     from pps.web.request_body import LimitedRequest
+    from pps.web.routing import PpsRule
 
     # A cookie that survives the shop's cross-site <iframe> where browsers allow one.
     cookie = cookie_policy(settings.base_url)
@@ -45,6 +46,7 @@ def register_settings(app: Flask, settings: Settings) -> None:
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.request_class = LimitedRequest  # MAX_CONTENT_LENGTH for chunked bodies too
+    app.url_rule_class = PpsRule  # head=False for routes whose GET uses something up
     app.extensions["pps.settings"] = settings
 
 

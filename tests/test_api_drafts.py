@@ -339,8 +339,13 @@ def test_head_on_replicate_is_405_and_copies_nothing(
     before = counts(repo)
     response = api.request("HEAD", f"/api-ext/draft/{stored.draft_hash}/replicate")
     assert response.status_code == 405
-    assert response.headers["Allow"] == "GET, POST"
+    assert response.headers["Allow"] == "GET, OPTIONS, POST"
     assert counts(repo) == before
+    # Nor does any answer of the route advertise HEAD.
+    options = api.request("OPTIONS", f"/api-ext/draft/{stored.draft_hash}/replicate")
+    assert sorted(options.headers["Allow"].split(", ")) == ["GET", "OPTIONS", "POST"]
+    wrong = api.request("PUT", f"/api-ext/draft/{stored.draft_hash}/replicate")
+    assert wrong.status_code == 405 and wrong.headers["Allow"] == "GET, OPTIONS, POST"
 
 
 # -- claim --------------------------------------------------------------------------------

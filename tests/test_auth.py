@@ -532,8 +532,11 @@ def test_head_probe_does_not_use_up_the_login(
     token = login_token(tenant, user)
     probe = client.head("/auth", query_string={"jwt": token})
     assert probe.status_code == 405
-    assert probe.headers["Allow"] == "GET"
+    assert probe.headers["Allow"] == "GET, OPTIONS"
     assert "pps_session" not in set_cookie(probe)
+    # Nor does any answer of /auth advertise HEAD.
+    assert sorted(client.options("/auth").headers["Allow"].split(", ")) == ["GET", "OPTIONS"]
+    assert client.post("/auth").headers["Allow"] == "GET, OPTIONS"
     assert client.get("/auth", query_string={"jwt": token}).status_code == 200
 
 

@@ -798,7 +798,8 @@ def test_head_on_a_file_endpoint_is_405_and_leaves_the_token_unused(
         token = sign(tenant.api_key, magento_claims(tenant, urlPath=path), jti=uuid.uuid4().hex)
         probe = client.head(path, query_string={"jwt": token})
         assert probe.status_code == 405, path
-        assert probe.headers["Allow"] == "GET"
+        assert probe.headers["Allow"] == "GET, OPTIONS"
+        assert sorted(client.options(path).headers["Allow"].split(", ")) == ["GET", "OPTIONS"]
         assert probe.is_json and probe.data == b""  # HEAD: the JSON error's headers only
         assert "Set-Cookie" not in probe.headers
         assert renders == [], "a probe renders nothing"

@@ -88,7 +88,8 @@ def error_responses(*statuses: int, **described: str) -> dict[int, dict[str, Any
 
 class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
     """A resource: its routes are tagged ``tag`` and need ``security`` (an OpenAPI
-    security requirement list; ``[]`` for none)."""
+    security requirement list; ``[]`` for none); ``head=False`` for a resource whose
+    ``GET`` uses something up (see :mod:`pps.web.routing`)."""
 
     ARGUMENTS_PARSER = parser
     DEFAULT_LOCATION_CONTENT_TYPE_MAPPING: ClassVar[dict[str, str]] = {
@@ -104,12 +105,14 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         tag: str,
         security: list[dict[str, list[str]]] | None = None,
         always: tuple[int, ...] = (),
+        head: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(name, import_name, **kwargs)
         self.tag = tag
         self.security = [{"bearer": []}] if security is None else security
         self.always = always
+        self.head = head
 
     def route(
         self,
@@ -129,6 +132,8 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         flask-smorest's wrappers costs the view a call through ``current_app`` at every
         request. The reference comes out as ``errors`` and ``doc`` would write it.
         """
+        if not self.head:
+            options.setdefault("head", False)
         register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
 
         def decorator(func: F) -> F:

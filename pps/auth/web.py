@@ -35,9 +35,8 @@ from pps.web.i18n import Translator
 __all__ = ["SESSION_EDITOR", "SESSION_LIFETIME", "exchange_handoff", "logged_in_as", "login"]
 
 
-@bp.get("/auth")
+@bp.get("/auth", head=False)  # one login per token: a HEAD probe must not spend it
 def login() -> Any:
-    refuse_head("Open this login link with GET in a browser.")  # one login per token
     svc = services()
     try:
         done = log_in(svc, request.args.get("jwt", ""), request_path=request.path)

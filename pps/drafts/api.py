@@ -27,7 +27,7 @@ from pps.render.problems import english
 from pps.uploads.images import media_problems
 from pps.variants.options import check_group, new_draft_options, variant_change
 from pps.vdata.service import copy_rows
-from pps.web.common import no_content, refuse_head
+from pps.web.common import no_content
 from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("drafts", "Draft")
@@ -240,7 +240,8 @@ def delete_draft(draft_hash: str) -> Response:
     return no_content()
 
 
-@blp.route("/draft/<draft_hash:draft_hash>/replicate", methods=["POST", "GET"])
+# GET writes here (the Magento module's call), so a HEAD probe must not make a copy.
+@blp.route("/draft/<draft_hash:draft_hash>/replicate", methods=["POST", "GET"], head=False)
 @blp.body(DraftReplicateInput)
 @blp.response(200, DraftResponse)
 @blp.errors(404, 405, s405="`HEAD`: it would make a copy; send `GET` or `POST`.")
@@ -259,8 +260,6 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     here fill what a row leaves unmapped. A source deleted while it is copied is a 404
     and leaves no copy.
     """
-    # GET writes here (the Magento module's call), so a HEAD probe must not make a copy.
-    refuse_head("HEAD would copy the draft; send GET or POST.", allow="GET, POST")
     svc = services()
     client = current_client().identifier
     source = _found(svc.repository.get_draft(client, draft_hash))

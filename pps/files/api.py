@@ -43,7 +43,7 @@ from pps.platform.errors import Forbidden, NotFound, PpsError, ValidationFailed
 from pps.platform.models import DraftRef, Template
 from pps.platform.storage import StoredFile
 from pps.render import MAX_PIXELS, AssetError, InvalidValues, RenderError
-from pps.web.common import refuse_head, services, token_redirect
+from pps.web.common import services, token_redirect
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ _REDIRECT_HEADERS = {
     },
 }
 _GET_ONLY = (
-    " `HEAD` is refused with `405` (`Allow: GET`) and leaves the token unused; the file "
+    " `HEAD` is refused with `405` (`Allow: GET, OPTIONS`) and leaves the token unused; the file "
     "link itself answers `HEAD`."
 )
 _FILE_ERRORS = (400, 401, 403, 404, 405, 422, 429, 503)
@@ -118,18 +118,8 @@ files_api = Blueprint(
     tag="Files",
     security=[{"jwt": []}],
     always=_FILE_ERRORS,
+    head=False,  # a HEAD probe would use a single-use token up
 )
-
-
-def refuse_head_of_file_urls() -> None:
-    """Flask answers ``HEAD`` with the ``GET`` view, which would use the token up."""
-    refuse_head(
-        "File URLs answer GET only: a HEAD request would use up a single-use token. "
-        "The file link this URL redirects to answers HEAD."
-    )
-
-
-files_api.before_request(refuse_head_of_file_urls)
 
 
 def _file_operation(*, summary: str, description: str) -> dict[str, Any]:

@@ -48,7 +48,9 @@ def refuse_head(message: str, *, allow: str = "GET") -> None:
 
     Flask answers ``HEAD`` with the ``GET`` view, and link scanners in mail and chat clients
     probe URLs that way; where ``GET`` spends a single-use token or a code, or writes, a
-    probe must not.
+    probe must not. A route that always does is declared without ``HEAD``
+    (:mod:`pps.web.routing`); this is for a ``GET`` that uses something up only with some
+    queries (an editor URL carrying a handoff code).
     """
     if request.method == "HEAD":
         raise MethodNotAllowed(message, headers={"Allow": allow})

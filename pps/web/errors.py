@@ -74,7 +74,7 @@ def _from_http_exception(exc: HTTPException) -> PpsError:
     error.status = status
     valid_methods = getattr(exc, "valid_methods", None)
     if status == 405 and valid_methods:
-        error.headers["Allow"] = ", ".join(valid_methods)
+        error.headers["Allow"] = ", ".join(sorted(valid_methods))
     return error
 
 
