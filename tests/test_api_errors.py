@@ -95,11 +95,15 @@ def world(app: Flask, repo: SqlRepository, tenant: Client, other_tenant: Client)
     other_template = make_template(repo, other_tenant, "TPLtheir")
     other_draft = make_draft(repo, other_tenant, other_user, other_template)
     # Subscribed to an event these tests never cause, so nothing is delivered.
-    webhook = SqlIntegrationStore(repo.engine).create_webhook(
-        tenant.identifier, "review.closed", "http://127.0.0.1:9/hook"
+    webhook = (
+        SqlIntegrationStore(repo.engine)
+        .create_webhook(tenant.identifier, "review.closed", "http://127.0.0.1:9/hook")
+        .webhook
     )
-    other_webhook = SqlIntegrationStore(repo.engine).create_webhook(
-        other_tenant.identifier, "review.closed", "http://127.0.0.1:9/hook"
+    other_webhook = (
+        SqlIntegrationStore(repo.engine)
+        .create_webhook(other_tenant.identifier, "review.closed", "http://127.0.0.1:9/hook")
+        .webhook
     )
     reviews = app.extensions["pps.reviews"]
     review, other_review = (

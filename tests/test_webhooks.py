@@ -13,9 +13,11 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from api_support import assert_error
 from conftest import ApiClient, free_port
 from flask import Flask
@@ -287,6 +289,55 @@ def test_create_show_list_delete_as_the_sdk_reads_them(hook_app: Flask) -> None:
         deleted = api.delete(f"{URL}/{data['identifier']}")
         assert deleted.status_code == 204 and deleted.data == b""
         assert_error(api.get(f"{URL}/{data['identifier']}"), 404)
+
+
+@contextmanager
+def secrets_refused(engine: sa.Engine) -> Iterator[None]:
+    """A real database failure of the write that stores a client's webhook secret: a
+    trigger that aborts it (SQLite and PostgreSQL alike), dropped afterwards."""
+    with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.exec_driver_sql(
+                "CREATE TRIGGER refuse_secret BEFORE UPDATE ON client_settings "
+                "WHEN NEW.webhook_secret IS NOT NULL "
+                "BEGIN SELECT RAISE(ABORT, 'webhook secrets refused'); END"
+            )
+        else:
+            conn.exec_driver_sql(
+                "CREATE FUNCTION refuse_secret() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'webhook secrets refused'; END $$"
+            )
+            conn.exec_driver_sql(
+                "CREATE TRIGGER refuse_secret BEFORE UPDATE ON client_settings FOR EACH ROW "
+                "WHEN (NEW.webhook_secret IS NOT NULL) EXECUTE FUNCTION refuse_secret()"
+            )
+    try:
+        yield
+    finally:
+        with engine.begin() as conn:
+            if engine.dialect.name == "sqlite":
+                conn.exec_driver_sql("DROP TRIGGER refuse_secret")
+            else:
+                conn.exec_driver_sql("DROP TRIGGER refuse_secret ON client_settings")
+                conn.exec_driver_sql("DROP FUNCTION refuse_secret()")
+
+
+def test_a_webhook_whose_secret_cannot_be_stored_is_not_created(hook_app: Flask) -> None:
+    """The webhook and the client's first secret are one transaction: when storing the
+    secret fails, no webhook is left behind (its deliveries would all be dropped) and no
+    secret is kept that nobody was shown."""
+    tenant, api = shop(hook_app, "Shop A")
+    integrations = hook_app.extensions["pps"].integrations
+    body = {"event": "draft.created", "url": "http://127.0.0.1:9/hook"}
+    with secrets_refused(integrations.engine):
+        assert_error(api.post(URL, json=body), 500)
+    assert api.get(URL).get_json()["meta"]["total"] == 0
+    assert integrations.settings(tenant.identifier).webhook_secret is None
+    created = api.post(URL, json=body)
+    assert created.status_code == 201, created.get_json()
+    secret = created.get_json()["data"]["secret"]
+    assert integrations.settings(tenant.identifier).webhook_secret == secret
+    assert api.get(URL).get_json()["meta"]["total"] == 1
 
 
 def test_bad_events_and_forbidden_urls_are_422(hook_app: Flask) -> None:

@@ -48,8 +48,8 @@ def create_webhook(data: dict[str, Any]) -> dict[str, Any]:
         )
     except ForbiddenTarget as exc:
         raise ValidationFailed(errors={"url": [str(exc)]}) from None
-    webhook = svc.integrations.create_webhook(client, data["event"], data["url"])
-    secret = svc.integrations.issue_webhook_secret(client)
+    created = svc.integrations.create_webhook(client, data["event"], data["url"])
+    webhook, secret = created.webhook, created.secret
     out: dict[str, Any] = {
         "identifier": webhook.identifier,
         "event": webhook.event,

@@ -31,6 +31,7 @@ __all__ = [
     "ClientSettings",
     "Delivery",
     "SqlIntegrationStore",
+    "Subscription",
     "Webhook",
     "new_webhook_secret",
 ]
@@ -97,6 +98,15 @@ class Delivery:
     @property
     def is_notification(self) -> bool:
         return self.webhook_identifier is None
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """What creating a webhook gave: the webhook, and the client's signing secret when this
+    call issued it (shown once)."""
+
+    webhook: Webhook
+    secret: str | None = None
 
 
 def _webhook(row: RowMapping) -> Webhook:
@@ -177,22 +187,31 @@ class SqlIntegrationStore:
 
     def issue_webhook_secret(self, client: str) -> str | None:
         """A new secret when the client has none yet (returned once), else None."""
-        secret = new_webhook_secret()
         with self.engine.begin() as conn:
-            self._ensure_row(conn, client)
-            updated = conn.execute(
-                client_settings.update()
-                .where(
-                    client_settings.c.client_identifier == client,
-                    client_settings.c.webhook_secret.is_(None),
-                )
-                .values(webhook_secret=secret, updated_at=utcnow())
-            ).rowcount
+            return self._issue_secret(conn, client)
+
+    @classmethod
+    def _issue_secret(cls, conn: Connection, client: str) -> str | None:
+        secret = new_webhook_secret()
+        cls._ensure_row(conn, client)
+        updated = conn.execute(
+            client_settings.update()
+            .where(
+                client_settings.c.client_identifier == client,
+                client_settings.c.webhook_secret.is_(None),
+            )
+            .values(webhook_secret=secret, updated_at=utcnow())
+        ).rowcount
         return secret if updated else None
 
     # -- webhooks ------------------------------------------------------------------------
 
-    def create_webhook(self, client: str, event: str, url: str) -> Webhook:
+    def create_webhook(self, client: str, event: str, url: str) -> Subscription:
+        """A new webhook and, when the client has no signing secret yet, a new one.
+
+        One transaction: a webhook without a secret would have every delivery dropped,
+        and a secret stored but never shown could verify nothing.
+        """
         now = utcnow()
         identifier = secrets.token_hex(16)
         with self.engine.begin() as conn:
@@ -207,7 +226,8 @@ class SqlIntegrationStore:
                     updated_at=now,
                 )
             )
-        return Webhook(identifier, client, event, url, OPERATIONAL, now)
+            secret = self._issue_secret(conn, client)
+        return Subscription(Webhook(identifier, client, event, url, OPERATIONAL, now), secret)
 
     def get_webhook(self, client: str, identifier: str) -> Webhook | None:
         if _impossible(client, identifier):
