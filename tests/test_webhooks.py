@@ -340,6 +340,96 @@ def test_a_webhook_whose_secret_cannot_be_stored_is_not_created(hook_app: Flask)
     assert api.get(URL).get_json()["meta"]["total"] == 1
 
 
+def test_the_same_subscription_again_answers_the_existing_webhook(hook_app: Flask) -> None:
+    """A second ``{event, url}`` like one the client has is the same webhook (200, same
+    identifier), not a second subscription: each would POST every event to the URL again."""
+    tenant, api = shop(hook_app, "Shop A")
+    services = hook_app.extensions["pps"]
+    body = {"event": "review.closed", "url": "http://127.0.0.1:9/hook"}
+    first = api.post(URL, json=body)
+    assert first.status_code == 201
+    for _ in range(3):
+        again = api.post(URL, json=body)
+        assert again.status_code == 200, again.get_json()
+        assert again.get_json() == {
+            "data": {k: v for k, v in first.get_json()["data"].items() if k != "secret"}
+        }
+    other_event = api.post(URL, json={**body, "event": "draft.finished"})
+    assert other_event.status_code == 201
+    assert api.get(URL).get_json()["meta"]["total"] == 2
+    assert emit(services, tenant.identifier, "review.closed", {"reviewId": "r1"}) == 1
+    assert services.integrations.pending(tenant.identifier) == 1
+
+
+def test_a_client_has_at_most_the_limit_of_webhooks(app_config: dict[str, Any]) -> None:
+    application = create_app({**app_config, "webhook_limit": 3})
+    try:
+        _, api = shop(application, "Shop A")
+        _, other = shop(application, "Shop B")
+        made = [
+            api.post(URL, json={"event": "review.closed", "url": f"http://127.0.0.1:9/{n}"})
+            for n in range(3)
+        ]
+        assert [r.status_code for r in made] == [201, 201, 201]
+        refused = api.post(URL, json={"event": "review.closed", "url": "http://127.0.0.1:9/x"})
+        body = assert_error(refused, 422, "url")
+        assert "3 webhooks" in body["message"]
+        # Asking again for one it has is still answered; another client has its own limit.
+        same = {"event": "review.closed", "url": "http://127.0.0.1:9/0"}
+        assert api.post(URL, json=same).status_code == 200
+        assert other.post(URL, json=same).status_code == 201
+        gone = made[0].get_json()["data"]["identifier"]
+        assert api.delete(f"{URL}/{gone}").status_code == 204
+        again = api.post(URL, json={"event": "review.closed", "url": "http://127.0.0.1:9/x"})
+        assert again.status_code == 201
+    finally:
+        application.extensions["pps"].close()
+
+
+def race(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Each call in its own thread, all let go at once; what each returned."""
+    start = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        start.wait()
+        results[index] = calls[index]()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_concurrent_identical_creates_make_one_webhook(app_config: dict[str, Any]) -> None:
+    """Identical creates at once, against the real database: one 201 (the only one with
+    the secret), the others 200 with its identifier. Distinct creates at once stop at the
+    limit exactly."""
+    application = create_app({**app_config, "webhook_limit": 4})
+    try:
+        _, first = shop(application, "Shop A")
+        key = first.api_key
+        body = {"event": "review.closed", "url": "http://127.0.0.1:9/hook"}
+
+        def create(json: dict[str, str]) -> Callable[[], Any]:
+            api = ApiClient(application.test_client(), key)
+            return lambda: api.post(URL, json=json)
+
+        answers = race([create(body) for _ in range(8)])
+        statuses = sorted(answer.status_code for answer in answers)
+        assert statuses == [200] * 7 + [201], [a.get_json() for a in answers]
+        identifiers = {answer.get_json()["data"]["identifier"] for answer in answers}
+        assert len(identifiers) == 1
+        assert sum("secret" in answer.get_json()["data"] for answer in answers) == 1
+        answers = race([create({**body, "url": f"http://127.0.0.1:9/{n}"}) for n in range(8)])
+        assert sorted(answer.status_code for answer in answers) == [201] * 3 + [422] * 5
+        assert first.get(URL).get_json()["meta"]["total"] == 4
+    finally:
+        application.extensions["pps"].close()
+
+
 def test_bad_events_and_forbidden_urls_are_422(hook_app: Flask) -> None:
     _, api = shop(hook_app, "Shop A")
     body = assert_error(

@@ -52,6 +52,7 @@ class Settings:
     webhook_concurrency: int = 8
     webhook_per_client: int = 2
     webhook_poll: float = 1.0
+    webhook_limit: int = 20
     acl_timeout: float = 2.0
 
     @property
@@ -91,6 +92,7 @@ _OUTBOUND_SETTINGS = {
     "webhook_concurrency": "PPS_WEBHOOK_CONCURRENCY",
     "webhook_per_client": "PPS_WEBHOOK_PER_CLIENT",
     "webhook_poll": "PPS_WEBHOOK_POLL",
+    "webhook_limit": "PPS_WEBHOOK_LIMIT",
     "acl_timeout": "PPS_ACL_TIMEOUT",
 }
 _TRUE = {"1", "true", "yes", "on"}
@@ -194,12 +196,17 @@ def load_settings(
     if settings.notify_attempts < 1 or settings.notify_timeout <= 0:
         raise SettingsError("PPS_NOTIFY_ATTEMPTS must be at least 1 and PPS_NOTIFY_TIMEOUT > 0")
     if (
-        min(settings.webhook_attempts, settings.webhook_concurrency, settings.webhook_per_client)
+        min(
+            settings.webhook_attempts,
+            settings.webhook_concurrency,
+            settings.webhook_per_client,
+            settings.webhook_limit,
+        )
         < 1
         or min(settings.webhook_timeout, settings.webhook_poll, settings.acl_timeout) <= 0
     ):
         raise SettingsError(
-            "PPS_WEBHOOK_ATTEMPTS, _CONCURRENCY and _PER_CLIENT must be at least 1; "
+            "PPS_WEBHOOK_ATTEMPTS, _CONCURRENCY, _PER_CLIENT and _LIMIT must be at least 1; "
             "PPS_WEBHOOK_TIMEOUT, _POLL and PPS_ACL_TIMEOUT more than 0"
         )
     if settings.redis_timeout <= 0 or settings.database_timeout <= 0:

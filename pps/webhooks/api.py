@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from flask import Response
 
 from pps.api import bp, current_client, resource, services
 from pps.api.schemas import PageArgs
 from pps.platform.errors import NotFound, ValidationFailed
+from pps.platform.repository.integrations import WebhookLimitReached
 from pps.platform.ssrf import ForbiddenTarget, check_url
 from pps.web.common import no_content
 from pps.webhooks.delivery import PURPOSE
@@ -20,14 +22,28 @@ from pps.webhooks.schemas import (
 )
 
 blp = resource("webhooks", "Webhooks")
+F = TypeVar("F", bound=Callable[..., Any])
 
 WEBHOOK_NOT_FOUND = "No webhook with this identifier exists for this client."
+TOO_MANY_WEBHOOKS = (
+    "This client has {limit} webhooks, the most it may have: delete one before adding another."
+)
+
+#: Documents the answer to a subscription the client has already (the view returns it).
+_ALREADY_SUBSCRIBED: Callable[[F], F] = blp.alt_response(
+    200,
+    schema=WebhookResponse,
+    success=True,
+    description="The client has a webhook of this `event` and `url` already: that one, "
+    "unchanged (no second subscription is made).",
+)
 
 
 @blp.post("/webhook")
 @blp.body(WebhookInput)
 @blp.response(201, WebhookCreatedResponse)
-def create_webhook(data: dict[str, Any]) -> dict[str, Any]:
+@_ALREADY_SUBSCRIBED
+def create_webhook(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """Subscribe a URL to an event
 
     Every occurrence of `event` is POSTed to `url` as `{type, timestamp, data}`, signed as
@@ -35,6 +51,11 @@ def create_webhook(data: dict[str, Any]) -> dict[str, Any]:
     the client's secret, which the answer carries as `secret` only the first time (the
     client's first webhook). Retried with backoff while the receiver fails; `status`
     follows the delivery health. A URL that may not be called is a 422 naming `url`.
+
+    Creating is idempotent: the same `event` and `url` again answer 200 with the webhook
+    made the first time (its `identifier`), so a retried request never doubles the
+    deliveries. A client has at most `PPS_WEBHOOK_LIMIT` webhooks (20 unless the operator
+    set another number); one more is a 422 naming the limit (delete one first).
     """
     client = current_client().identifier
     svc = services()
@@ -48,7 +69,12 @@ def create_webhook(data: dict[str, Any]) -> dict[str, Any]:
         )
     except ForbiddenTarget as exc:
         raise ValidationFailed(errors={"url": [str(exc)]}) from None
-    created = svc.integrations.create_webhook(client, data["event"], data["url"])
+    limit = svc.settings.webhook_limit
+    try:
+        created = svc.integrations.create_webhook(client, data["event"], data["url"], limit=limit)
+    except WebhookLimitReached:
+        message = TOO_MANY_WEBHOOKS.format(limit=limit)
+        raise ValidationFailed(message, errors={"url": [message]}) from None
     webhook, secret = created.webhook, created.secret
     out: dict[str, Any] = {
         "identifier": webhook.identifier,
@@ -58,7 +84,7 @@ def create_webhook(data: dict[str, Any]) -> dict[str, Any]:
     }
     if secret is not None:
         out["secret"] = secret
-    return {"data": out}
+    return {"data": out}, 201 if created.created else 200
 
 
 @blp.get("/webhook")

@@ -33,6 +33,7 @@ __all__ = [
     "SqlIntegrationStore",
     "Subscription",
     "Webhook",
+    "WebhookLimitReached",
     "new_webhook_secret",
 ]
 
@@ -102,11 +103,21 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Subscription:
-    """What creating a webhook gave: the webhook, and the client's signing secret when this
-    call issued it (shown once)."""
+    """What creating a webhook gave: the webhook, the client's signing secret when this
+    call issued it (shown once), and whether it is new (False: the client had this very
+    subscription already, and that one is returned)."""
 
     webhook: Webhook
     secret: str | None = None
+    created: bool = True
+
+
+class WebhookLimitReached(Exception):
+    """The client has as many webhooks as it may have; nothing was created."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a client may have at most {limit} webhooks")
+        self.limit = limit
 
 
 def _webhook(row: RowMapping) -> Webhook:
@@ -206,15 +217,59 @@ class SqlIntegrationStore:
 
     # -- webhooks ------------------------------------------------------------------------
 
-    def create_webhook(self, client: str, event: str, url: str) -> Subscription:
-        """A new webhook and, when the client has no signing secret yet, a new one.
+    @classmethod
+    def _lock_client(cls, conn: Connection, client: str) -> None:
+        """Hold the client's settings row until the transaction ends, so that concurrent
+        creates of one client's webhooks check and write one after the other.
 
-        One transaction: a webhook without a secret would have every delivery dropped,
-        and a secret stored but never shown could verify nothing.
+        The row is written (to what it holds) rather than read ``FOR UPDATE``: the write
+        locks on both backends (PostgreSQL: the row; SQLite: the database), and SQLite's
+        driver begins its transaction only at the first write.
+        """
+        touch = (
+            client_settings.update()
+            .where(client_settings.c.client_identifier == client)
+            .values(updated_at=client_settings.c.updated_at)
+        )
+        if conn.execute(touch).rowcount == 0:
+            cls._ensure_row(conn, client)
+            conn.execute(touch)
+
+    def create_webhook(
+        self, client: str, event: str, url: str, *, limit: int | None = None
+    ) -> Subscription:
+        """A new webhook and, when the client has no signing secret yet, a new one; or the
+        client's webhook of this very ``event`` and ``url`` when it has one already.
+
+        One transaction, under the client's lock: a webhook without a secret would have
+        every delivery dropped, a secret stored but never shown could verify nothing, and
+        two identical requests at once must not make two subscriptions (each would send
+        every event to the URL again). :class:`WebhookLimitReached` when the client has
+        ``limit`` webhooks already.
         """
         now = utcnow()
         identifier = secrets.token_hex(16)
+        mine = webhooks.c.client_identifier == client
         with self.engine.begin() as conn:
+            self._lock_client(conn, client)
+            existing = (
+                conn.execute(
+                    webhooks.select()
+                    .where(mine, webhooks.c.event == event, webhooks.c.url == url)
+                    .order_by(webhooks.c.created_at, webhooks.c.identifier)
+                    .limit(1)
+                )
+                .mappings()
+                .first()
+            )
+            if existing is not None:
+                return Subscription(_webhook(existing), None, created=False)
+            if limit is not None:
+                count = conn.execute(
+                    sa.select(sa.func.count()).select_from(webhooks).where(mine)
+                ).scalar_one()
+                if count >= limit:
+                    raise WebhookLimitReached(limit)
             conn.execute(
                 webhooks.insert().values(
                     identifier=identifier,
