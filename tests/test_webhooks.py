@@ -537,6 +537,29 @@ def test_a_failing_receiver_is_retried_and_status_goes_degraded_broken_and_back(
     assert seen == [0, 1, 2, 0]
 
 
+def test_an_unexpected_error_counts_as_a_failed_attempt(
+    hook_app: Flask, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A delivery that raises something other than a database outage (here: a payload with
+    a lone surrogate, which JSON stores but UTF-8 cannot encode) is a failed attempt,
+    logged, retried with backoff and given up; it was left leased and uncounted, tried
+    again at every lease expiry forever."""
+    services = hook_app.extensions["pps"]
+    client, api = shop(hook_app, "Shop A")
+    with receiver() as hook:
+        identifier = api.post(URL, json={"event": "draft.updated", "url": hook.url}).get_json()[
+            "data"
+        ]["identifier"]
+        caplog.set_level("WARNING", logger="pps.webhooks")
+        emit(services, client.identifier, "draft.updated", {"note": "\ud800"})
+        # PPS_WEBHOOK_ATTEMPTS (3) attempts 0.4 s and 0.8 s apart, far within the lease (32 s).
+        wait_until(lambda: services.integrations.pending(client.identifier) == 0)
+        assert api.get(f"{URL}/{identifier}").get_json()["data"]["status"] == 2
+        assert hook.requests == []
+    raised = [r for r in caplog.records if r.exc_info and "UnicodeEncodeError" in r.exc_text]
+    assert len(raised) == 3, [r.getMessage() for r in caplog.records]
+
+
 def test_a_receiver_that_is_down_is_retried_with_backoff(hook_app: Flask) -> None:
     services = hook_app.extensions["pps"]
     client, api = shop(hook_app, "Shop A")

@@ -31,6 +31,10 @@ picks up what is due (polling every ``PPS_WEBHOOK_POLL`` seconds, at once when w
 local event), and a lease on each claimed delivery keeps two dispatchers from sending the
 same attempt.
 
+An attempt that raises an unexpected error (not an outage of the database) counts as a
+failed attempt and is logged; an outage counts nothing: the lease expires and the attempt
+is made again.
+
 Health (``status`` of a webhook): a failed attempt makes an operational webhook degraded
 (1), a message given up makes it broken (2), and any success makes it operational (0).
 A broken webhook still gets new events, which is how it becomes operational again.
@@ -46,6 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Protocol
 
+from pps.platform.outages import outage_message
 from pps.platform.repository.integrations import Delivery, SqlIntegrationStore
 from pps.platform.settings import Settings
 from pps.webhooks.delivery import Outcome, send
@@ -152,10 +157,25 @@ class Dispatcher:
 
     def _deliver(self, delivery: Delivery) -> None:
         try:
-            outcome = self._attempt(delivery)
+            try:
+                outcome = self._attempt(delivery)
+            except Exception as exc:
+                if outage_message(exc) is not None:
+                    raise
+                # A fault of this message (its payload, its receiver, a bug): a failed
+                # attempt, so backoff and give-up apply rather than a retry at every lease
+                # expiry forever.
+                log.exception(
+                    "webhook delivery %s (%s) raised unexpectedly",
+                    delivery.identifier,
+                    delivery.event,
+                )
+                outcome = Outcome(False, True, f"unexpected error: {type(exc).__name__}")
             self._record(delivery, outcome)
         except Exception:
-            log.exception("webhook delivery %s failed unexpectedly", delivery.identifier)
+            # The database is away: nothing is counted, the lease expires and the attempt
+            # is made again (by this or another dispatcher).
+            log.exception("webhook delivery %s could not be attempted", delivery.identifier)
         finally:
             with self._idle:
                 self._in_flight[delivery.client_identifier] -= 1
