@@ -228,15 +228,51 @@ def test_denied_actions_are_403_and_change_nothing(
         assert opened.status_code == 403 and opened.mimetype == "text/html"
 
 
-def test_a_shop_that_is_down_denies(setup: tuple[Any, Client, Draft], acl_app: Flask) -> None:
+LEAKS = ("Errno", "ConnectionRefusedError", "127.0.0.1", "169.254")
+
+
+def test_a_shop_that_is_down_denies_in_plain_words(
+    setup: tuple[Any, Client, Draft], acl_app: Flask, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The shopper's page and the API error say the shop's check could not be reached and
+    why in plain words; the network error's text and the address go to the log only, with
+    the request id."""
+    caplog.set_level("WARNING", logger="pps")
     services, client, draft = setup
     services.integrations.set_acl_url(client.identifier, f"http://127.0.0.1:{free_port()}/acl")
     response = fetch_print(acl_app.test_client(), client, draft)
     assert response.status_code == 403
-    assert "did not answer" in response.get_json()["message"]
+    message = response.get_json()["message"]
+    assert "could not be reached (the connection was refused)" in message
+    assert not [leak for leak in LEAKS if leak in message], message
     browser = logged_in(acl_app, client, draft)
     page = browser.get(f"/editor/{draft.draft_hash}/edit")
-    assert page.status_code == 403 and "did not answer" in page.get_data(as_text=True)
+    text = page.get_data(as_text=True)
+    assert page.status_code == 403 and "could not be reached" in text
+    assert not [leak for leak in LEAKS if leak in text]
+    logged = [r.getMessage() for r in caplog.records if r.name == "pps"]
+    for answer in (response, page):
+        rid = answer.headers["X-Request-ID"]
+        line = next(m for m in logged if rid in m)
+        assert "ConnectionRefusedError" in line and "127.0.0.1" in line
+
+
+def test_a_refused_acl_address_is_not_shown(
+    setup: tuple[Any, Client, Draft], acl_app: Flask, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An address the rules refuse is named in the log, not in the answer (no connection is
+    made: the address is refused before)."""
+    caplog.set_level("WARNING", logger="pps")
+    services, client, draft = setup
+    services.integrations.set_acl_url(client.identifier, "http://169.254.169.254/acl")
+    response = fetch_print(acl_app.test_client(), client, draft)
+    assert response.status_code == 403
+    message = response.get_json()["message"]
+    assert "URL is refused" in message and "169.254" not in message
+    rid = response.headers["X-Request-ID"]
+    assert any(
+        rid in r.getMessage() and "169.254.169.254" in r.getMessage() for r in caplog.records
+    )
 
 
 def test_a_slow_shop_denies_within_the_deadline(
@@ -248,7 +284,7 @@ def test_a_slow_shop_denies_within_the_deadline(
         response = fetch_print(acl_app.test_client(), client, draft)
         elapsed = time.monotonic() - started
         assert response.status_code == 403
-        assert "did not answer" in response.get_json()["message"]
+        assert f"did not answer within {ACL_TIMEOUT:g} s" in response.get_json()["message"]
         assert elapsed < ACL_TIMEOUT + 1.0, elapsed
 
 

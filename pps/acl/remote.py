@@ -6,8 +6,9 @@ the client's ACL URL; the handler answers the same list with ``allowAction`` add
 entry (as the list itself, or under ``actions`` or ``data``). Only ``allowAction: true`` for
 the very action asked allows it; everything else denies: no ACL URL set, a refused
 address, a network error, no answer within ``PPS_ACL_TIMEOUT`` seconds (the deadline of the
-whole request), a non-2xx status, a body that is not that JSON. Each denial says why, in
-a sentence for the customer's page or the shop's log.
+whole request), a non-2xx status, a body that is not that JSON. Each denial says why in
+plain words, shown on the customer's page and in API errors; addresses and a network
+error's own text go only to the log (with the request id), never to a shopper.
 
 The actions (``entityType`` is always ``draft``, ``entityIdentifier`` the draft hash,
 ``userIdentifier`` the draft's user or the user the request acts for):
@@ -20,8 +21,10 @@ The actions (``entityType`` is always ``draft``, ``entityIdentifier`` the draft 
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import ssl
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -69,8 +72,29 @@ class AclDenied(PpsError):
 
 @dataclass(frozen=True)
 class Decision:
+    """``reason`` is shown (to the shopper on the editor's page, to the shop's developer in
+    API errors): plain words, never an address or a network error's text; ``detail`` is
+    what the log gets besides."""
+
     allowed: bool
     reason: str
+    detail: str | None = None
+
+
+def _unreachable(exc: RequestFailed, timeout: float) -> str:
+    """What went wrong on the way to the shop's access control, without addresses."""
+    if exc.timed_out:
+        return f"the shop's access control did not answer within {timeout:g} s"
+    cause = exc.cause
+    if cause is not None and issubclass(cause, ConnectionRefusedError):
+        what = "the connection was refused"
+    elif cause is not None and issubclass(cause, ssl.SSLError):
+        what = "the TLS handshake failed"
+    elif cause is not None and issubclass(cause, ConnectionError | http.client.HTTPException):
+        what = "the connection was closed without an answer"
+    else:
+        what = "a network error"
+    return f"the shop's access control could not be reached ({what})"
 
 
 def _entries(body: Any) -> list[Any]:
@@ -117,9 +141,10 @@ def ask(
             purpose="Access control questions",
         )
     except ForbiddenTarget as exc:
-        return Decision(False, f"the shop's access control URL is refused: {exc}")
+        reason = "the shop's access control URL is refused by pps's rules for outbound addresses"
+        return Decision(False, reason, f"{url}: {exc}")
     except RequestFailed as exc:
-        return Decision(False, f"the shop's access control did not answer ({exc})")
+        return Decision(False, _unreachable(exc, timeout), f"{url}: {exc}")
     if not 200 <= response.status < 300:
         return Decision(False, f"the shop's access control answered {response.status}")
     try:
@@ -158,7 +183,11 @@ def require(
     )
     if not decision.allowed:
         log.info("remote ACL denied %s on draft %s: %s", action, draft_hash, decision.reason)
-        raise AclDenied(f"This action ({action}) on this design is not allowed: {decision.reason}.")
+        denied = AclDenied(
+            f"This action ({action}) on this design is not allowed: {decision.reason}."
+        )
+        denied.detail = decision.detail  # logged with the request id, never shown
+        raise denied
 
 
 class AclServices(Protocol):

@@ -20,6 +20,9 @@ class PpsError(Exception):
     page: str | None = None
     #: A link back to the shop that the page offers, when the shop named one (signed).
     back_url: str | None = None
+    #: What only the log gets (addresses, a network error's text): logged with the request
+    #: id when the error is answered, never shown.
+    detail: str | None = None
 
     def __init__(
         self,

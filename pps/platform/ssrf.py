@@ -68,7 +68,16 @@ class ForbiddenTarget(ValueError):
 
 
 class RequestFailed(Exception):
-    """The request did not get an answer (network error, deadline)."""
+    """The request did not get an answer (network error, deadline). The message may name
+    addresses (for logs); ``timed_out`` and ``cause`` (the network error's type) let a
+    caller say what happened without them."""
+
+    def __init__(
+        self, message: str, *, timed_out: bool = False, cause: type[BaseException] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -379,13 +388,15 @@ def post(
     except (OSError, http.client.HTTPException) as exc:
         elapsed = time.monotonic() - started
         if elapsed >= deadline * 0.99:
-            raise RequestFailed(f"timed out: no answer within {deadline:g} s") from None
-        raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
+            raise RequestFailed(
+                f"timed out: no answer within {deadline:g} s", timed_out=True
+            ) from None
+        raise RequestFailed(f"{type(exc).__name__}: {exc}", cause=type(exc)) from None
     finally:
         timer.cancel()
         connection.close()
     elapsed = time.monotonic() - started
     if elapsed > deadline:
         # The answer was complete just as the timer fired; it came too late all the same.
-        raise RequestFailed(f"timed out: no answer within {deadline:g} s")
+        raise RequestFailed(f"timed out: no answer within {deadline:g} s", timed_out=True)
     return Response(status, data, elapsed)

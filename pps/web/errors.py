@@ -87,6 +87,8 @@ def http_error_response(exc: HTTPException) -> Response:
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(PpsError)
     def _pps_error(error: PpsError) -> Response:
+        if error.detail is not None:
+            log.warning("%s (request %s): %s", error.message, request_id(), error.detail)
         return error_response(error)
 
     @app.errorhandler(HTTPException)
