@@ -20,9 +20,10 @@ from conftest import ApiClient
 from flask import Flask
 from flask.testing import FlaskClient
 from pypdf import PdfReader
-from test_api_variants import FOREST, print_file
+from test_api_variants import FOREST, file_token, print_file
 from test_editor import log_in, open_editor
 from test_render_media import CARD_DIR, RED_CMYK, quadrants
+from test_uploads import fan_out_svg
 from vdata_support import multipart
 
 from pps.platform.models import Client, Draft, Template, User
@@ -157,6 +158,40 @@ def test_foreign_unknown_and_non_image_files_are_422(
         f"/api-ext/draft/{draft_hash}/replicate", json={"apiDefaultValues": {"logo": foreign}}
     )
     assert_error(response, 422, "apiDefaultValues.logo")
+
+
+def test_an_svg_stored_before_its_limits_is_a_422_when_rendered(
+    app: Flask,
+    client: FlaskClient,
+    api: ApiClient,
+    card: Template,
+    user: User,
+    tenant: Client,
+    repo: SqlRepository,
+) -> None:
+    """An SVG of ``<use>`` fan-out stored before uploads counted what it expands to: the
+    print file is refused with a 422 naming the file, not drawn for seconds on end."""
+    services = app.extensions["pps"]
+    identifier = services.uploads.new_identifier()
+    key = f"uploads/{tenant.identifier}/{identifier}/file.svg"
+    data = fan_out_svg(4)
+    services.storage.put(key, data)
+    services.uploads.create(
+        tenant.identifier,
+        identifier=identifier,
+        kind="svg",
+        name="laughs.svg",
+        size=len(data),
+        storage_key=key,
+    )
+    created = new_draft(api, card, user, name="Ada", logo=identifier)
+    assert created.status_code == 201, created.get_data(as_text=True)
+    draft_hash = created.get_json()["data"]["draftHash"]
+    response = client.get(
+        f"/api-ext/files/draft/{draft_hash}/print", query_string={"jwt": file_token(tenant)}
+    )
+    error = assert_error(response, 422)
+    assert identifier in error["message"] and "expands to more than" in error["message"], error
 
 
 def test_preflight_reports_a_low_resolution_logo(

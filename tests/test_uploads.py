@@ -15,6 +15,7 @@ from PIL import Image
 from vdata_support import multipart
 
 from pps.platform.repository.sql import SqlRepository
+from pps.render.svg_budget import MAX_ELEMENTS, MAX_TEXT, budget_problem, parse_svg
 from pps.uploads.svg import MAX_DEPTH, SvgRefused, sanitize_svg
 
 
@@ -26,6 +27,20 @@ def nested_svg(depth: int) -> bytes:
         + b"</g>" * (depth - 1)
         + b"</svg>"
     )
+
+
+def fan_out_svg(levels: int, fan: int = 10) -> bytes:
+    """``fan`` rectangles, then groups of ``fan`` ``<use>`` of the group before: about a
+    kilobyte that svglib expands to ``fan ** levels`` shapes (and copies them as it goes)."""
+    parts = [
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        'viewBox="0 0 10 10"><defs>',
+        '<g id="l0">' + '<rect width="1" height="1"/>' * fan + "</g>",
+    ]
+    for level in range(1, levels):
+        parts.append(f'<g id="l{level}">' + f'<use xlink:href="#l{level - 1}"/>' * fan + "</g>")
+    parts.append(f'</defs><use xlink:href="#l{levels - 1}"/></svg>')
+    return "".join(parts).encode()
 
 
 def png(width: int = 4, height: int = 4) -> bytes:
@@ -184,7 +199,9 @@ def test_svg_nested_too_deep_is_refused_and_nothing_is_stored(
     it is a 422 naming ``file`` like any SVG that cannot be used, before any of that runs."""
     before = snapshot(repo)
     error = assert_error(upload(api, "deep.svg", nested_svg(depth)), 422, "file")
-    assert f"more than {MAX_DEPTH} levels" in error["message"], error
+    # Deeper than there may be elements, the file is refused for its elements first.
+    limit = f"more than {MAX_DEPTH} levels" if depth <= MAX_ELEMENTS else "10000 elements"
+    assert limit in error["message"], error
     assert snapshot(repo) == before
     uploads = app.extensions["pps"].storage.root / "uploads"
     assert not uploads.exists() or not any(uploads.rglob("*.*"))
@@ -195,3 +212,90 @@ def test_svg_nesting_up_to_the_limit_is_kept() -> None:
     assert clean.count("<g") == MAX_DEPTH - 1
     with pytest.raises(SvgRefused, match="nested"):
         sanitize_svg(nested_svg(MAX_DEPTH + 1).decode())
+
+
+def test_svg_use_fan_out_is_refused_and_nothing_is_stored(
+    app: Flask, api: ApiClient, repo: SqlRepository
+) -> None:
+    """1.2 KB of ``<use>`` elements naming groups of ``<use>`` elements: svglib would copy
+    and draw tens of thousands of shapes, for every render. Counted first, it is a 422."""
+    data = fan_out_svg(4)
+    assert len(data) < 1300
+    before = snapshot(repo)
+    error = assert_error(upload(api, "laughs.svg", data), 422, "file")
+    assert f"more than {MAX_ELEMENTS} elements once its <use>" in error["message"], error
+    assert snapshot(repo) == before
+    uploads = app.extensions["pps"].storage.root / "uploads"
+    assert not uploads.exists() or not any(uploads.rglob("*.*"))
+
+
+def test_svg_with_references_within_the_limits_is_kept(api: ApiClient) -> None:
+    response = upload(api, "pattern.svg", fan_out_svg(3))  # some 2,500 elements drawn
+    assert response.status_code == 201, response.get_data(as_text=True)  # type: ignore[attr-defined]
+
+
+def _svg(body: str) -> str:
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        f'viewBox="0 0 10 10">{body}</svg>'
+    )
+
+
+PATH_10K = "M0 0" + " L1 1" * 2500  # 10,004 characters of path data
+
+
+@pytest.mark.parametrize(
+    ("svg", "words"),
+    [
+        # A group that uses itself, and two that use each other: SVG calls both an error.
+        (_svg('<g id="a"><use href="#a"/></g>'), "refers to itself"),
+        (_svg('<g id="a"><use href="#b"/></g><g id="b"><use href="#a"/></g>'), "itself"),
+        (_svg('<clipPath id="c"><rect clip-path="url(#c)"/></clipPath>'), "itself"),
+        # Every nested <svg> draws the <defs> below it again: 50 x 250 elements.
+        (
+            _svg("<svg>" * 50 + "<defs>" + "<rect/>" * 250 + "</defs>" + "</svg>" * 50),
+            f"more than {MAX_ELEMENTS} elements",
+        ),
+        # A clip path is rebuilt for every element clipped by it.
+        (
+            _svg(
+                '<clipPath id="c">'
+                + "<rect/>" * 200
+                + "</clipPath>"
+                + '<rect clip-path="url(#c)"/>' * 60
+            ),
+            "elements",
+        ),
+        # Path data used 201 times.
+        (
+            _svg(f'<path id="p" d="{PATH_10K}"/>' + '<use href="#p"/>' * 200),
+            f"more than {MAX_TEXT} characters",
+        ),
+        # A gradient that names another, whose stops are followed for every shape it fills.
+        (
+            _svg(
+                '<linearGradient id="g0">' + "<stop/>" * 1000 + "</linearGradient>"
+                '<linearGradient id="g1" xlink:href="#g0"/>' + '<rect fill="url(#g1)"/>' * 20
+            ),
+            "elements",
+        ),
+        # The same id twice: the larger element counts, whichever svglib finds.
+        (_svg('<g id="x"/><g id="x">' + "<rect/>" * 100 + "</g>" + '<use href="#x"/>' * 100), "el"),
+    ],
+)
+def test_svg_drawing_budget(svg: str, words: str) -> None:
+    problem = budget_problem(parse_svg(svg))
+    assert problem is not None and words in problem, problem
+
+
+def test_svg_drawing_budget_counts_long_chains_without_recursion() -> None:
+    chain = "".join(f'<g id="a{n}"><use href="#a{n - 1}"/></g>' for n in range(1, 4000))
+    problem = budget_problem(parse_svg(_svg('<defs><g id="a0"/>' + chain + "</defs>")))
+    assert problem is not None and "elements" in problem
+    assert budget_problem(parse_svg(_svg('<rect id="r"/>' + '<use href="#r"/>' * 4000))) is None
+
+
+def test_svg_of_too_many_elements_is_refused_while_parsing() -> None:
+    with pytest.raises(SvgRefused, match=f"more than {MAX_ELEMENTS} elements"):
+        sanitize_svg(_svg("<rect/>" * MAX_ELEMENTS))
+    assert sanitize_svg(_svg("<rect/>" * (MAX_ELEMENTS - 1)))

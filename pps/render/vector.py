@@ -1,7 +1,9 @@
 """SVG images drawn as vector artwork with svglib (no rasterizing, so a logo stays sharp).
 
 Only SVGs stored by :mod:`pps.uploads` reach here: cleaned to shapes, text and gradients
-with local references, so svglib never loads anything from outside the file.
+with local references, so svglib never loads anything from outside the file. What svglib
+would expand them to is counted first (:mod:`pps.render.svg_budget`): an SVG that asks for
+too much drawing is refused, at upload and, when stored before the limit, at render.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 
 from reportlab.graphics import renderPDF
 from reportlab.pdfgen.canvas import Canvas
+
+from pps.render.svg_budget import SvgTooBig, budget_problem, parse_svg
 
 __all__ = ["draw_svg", "is_svg", "svg_problem", "svg_size"]
 
@@ -25,6 +29,9 @@ def is_svg(data: bytes) -> bool:
 def _drawing(data: bytes) -> Any:
     from svglib.svglib import svg2rlg
 
+    problem = budget_problem(parse_svg(data))
+    if problem is not None:
+        raise SvgTooBig(problem)
     drawing = svg2rlg(BytesIO(data))
     if drawing is None or not drawing.width or not drawing.height:
         raise _Sizeless("the SVG has no drawable size")
@@ -66,6 +73,8 @@ def svg_problem(data: bytes) -> str | None:
         canvas.save()
     except _Sizeless:
         return "it has no size: give its <svg> element a viewBox, or a width and a height"
+    except SvgTooBig as exc:
+        return str(exc)
     except Exception as exc:  # svglib's and reportlab's many errors: not drawable
         return f"it cannot be drawn ({type(exc).__name__})"
     return None

@@ -7,9 +7,10 @@ that leave the file (an ``href`` not starting with ``#``, ``url(...)`` in attrib
 styles that is not ``url(#id)``), and styles that load or evaluate anything. What remains is
 shapes, text, gradients, clipping and masks with local references: what a logo needs.
 
-Elements nested deeper than :data:`MAX_DEPTH` are refused before the rebuild: rebuilding and
-serialising recurse once per level, and a few kilobytes of ``<g>`` would otherwise exhaust
-Python's recursion limit.
+A file of more elements than :data:`pps.render.svg_budget.MAX_ELEMENTS` is refused while
+it is parsed. Elements nested deeper than :data:`MAX_DEPTH` are refused before the rebuild:
+rebuilding and serialising recurse once per level, and a few kilobytes of ``<g>`` would
+otherwise exhaust Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-import defusedxml.ElementTree as DefusedET
 from defusedxml import DefusedXmlException
+
+from pps.render.svg_budget import SvgTooBig, parse_svg
 
 __all__ = ["MAX_DEPTH", "SvgRefused", "sanitize_svg"]
 
@@ -61,7 +63,7 @@ _STYLE_DANGER = re.compile(r"@import|expression\s*\(|javascript:|behavior\s*:", 
 
 class SvgRefused(ValueError):
     """The SVG cannot be parsed safely (DTD, entities, not XML, no ``<svg>`` root, nested
-    deeper than :data:`MAX_DEPTH`)."""
+    deeper than :data:`MAX_DEPTH`, too many elements)."""
 
 
 def _local(name: str) -> tuple[str, str]:
@@ -116,7 +118,9 @@ def _clean(element: ET.Element) -> ET.Element:
 def sanitize_svg(text: str) -> bytes:
     """The SVG rebuilt from allowed parts only, as UTF-8 bytes."""
     try:
-        root = DefusedET.fromstring(text, forbid_dtd=True)
+        root = parse_svg(text, forbid_dtd=True)
+    except SvgTooBig as exc:
+        raise SvgRefused(str(exc)) from None
     except DefusedXmlException as exc:
         raise SvgRefused(
             f"the SVG declares a DTD or entities, which are not allowed: {exc}"
