@@ -119,3 +119,44 @@ def write_template(folder: Path, document: dict[str, Any], files: dict[str, byte
     path = folder / "template.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     return path
+
+
+def with_form_fan_out(data: bytes, levels: int, fan: int = 10, page: int = 0) -> bytes:
+    """``data`` with page ``page`` drawing a form that draws the next ``fan`` times, for
+    ``levels`` forms: ``fan ** levels`` rectangles from about two kilobytes."""
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        inner = pdf.make_stream(b"0 0 1 1 re f\n")
+        inner.Type, inner.Subtype, inner.BBox = (
+            pikepdf.Name.XObject,
+            pikepdf.Name.Form,
+            [0, 0, 1, 1],
+        )
+        for _ in range(levels):
+            form = pdf.make_stream(b"q /X Do Q\n" * fan)
+            form.Type, form.Subtype, form.BBox = (
+                pikepdf.Name.XObject,
+                pikepdf.Name.Form,
+                [0, 0, 1, 1],
+            )
+            form.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(X=inner))
+            inner = form
+        target = pdf.pages[page]
+        if "/Resources" not in target.obj:
+            target.obj.Resources = pikepdf.Dictionary()
+        if "/XObject" not in target.obj.Resources:
+            target.obj.Resources.XObject = pikepdf.Dictionary()
+        target.obj.Resources.XObject.PpsFanOut = inner
+        target.contents_add(pdf.make_stream(b"q /PpsFanOut Do Q\n"))
+        out = io.BytesIO()
+        pdf.save(out)
+    return out.getvalue()
+
+
+def with_content_bomb(data: bytes, megabytes: int, page: int = 0) -> bytes:
+    """``data`` with ``megabytes`` of path operators added to page ``page``'s content,
+    Flate-compressed to a few kilobytes."""
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        pdf.pages[page].contents_add(pdf.make_stream(b"0 0 m\n" * (megabytes * 1024 * 1024 // 6)))
+        out = io.BytesIO()
+        pdf.save(out, compress_streams=True)
+    return out.getvalue()

@@ -26,6 +26,8 @@ from preflight_support import (
 from preflight_support import (
     image_bytes,
     print_pdf,
+    with_content_bomb,
+    with_form_fan_out,
     with_nested_forms,
     with_restricted_fonts,
     write_template,
@@ -47,6 +49,7 @@ from pps.platform.models import (
     Template,
 )
 from pps.platform.repository.sql import SqlRepository
+from pps.render.pdf_budget import MAX_CONTENT_BYTES, MAX_FORM_DRAWS
 from pps.render.xobjects import MAX_FORM_DEPTH
 from pps.templates.files import import_template, load_template_file
 
@@ -479,3 +482,77 @@ def test_a_stored_upload_with_forms_nested_too_deep_is_a_render_error(
         error = assert_error(response, 422, "template")
         assert "nests form XObjects 1000 levels deep" in error["message"], (kind, error)
     assert sorted(app.extensions["pps"].storage.root.rglob("*")) == stored
+
+
+#: 111,110 forms drawn from two kilobytes (pdfium parses each anew: 200 MB; one level
+#: more, 2 GB); 40 MB of path operators in 60 KB of Flate.
+_DRAWING_BOMBS = [
+    (lambda data: with_form_fan_out(data, 5), f"more than {MAX_FORM_DRAWS} times"),
+    (
+        lambda data: with_content_bomb(data, 40),
+        f"decompresses to more than {MAX_CONTENT_BYTES // 2**20} MB",
+    ),
+]
+
+
+@pytest.mark.parametrize(("bomb", "words"), _DRAWING_BOMBS)
+def test_upload_that_draws_too_much_is_refused_and_nothing_is_stored(
+    app: Flask,
+    api: ApiClient,
+    repo: SqlRepository,
+    upload_template: Template,
+    bomb: Any,
+    words: str,
+) -> None:
+    """Forms drawing forms ten times each, or content that inflates a thousandfold: refused
+    before pdfium or qpdf read it whole, a 422 naming the file, and nothing changes."""
+    draft = new_draft(api, upload_template, intent="upload-and-editor")
+    hash_ = draft["draftHash"]
+    before = snapshot(repo)
+    error = assert_error(upload(api, hash_, bomb(print_pdf(2))), 422, "file")
+    assert error["errors"]["file"][0].startswith("Page 1 cannot be drawn: "), error
+    assert words in error["message"], error
+    assert snapshot(repo) == before
+    assert not list(app.extensions["pps"].storage.root.rglob(f"drafts/*/{hash_}/upload/*"))
+
+
+def test_upload_drawing_forms_within_the_limits_renders(
+    client: FlaskClient, api: ApiClient, tenant: Client, upload_template: Template
+) -> None:
+    draft = new_draft(
+        api, upload_template, intent="upload-and-editor", apiDefaultValues={"name": "Ada"}
+    )
+    data = with_form_fan_out(print_pdf(2, text="Art"), 4)  # 11,110 forms drawn
+    assert upload(api, draft["draftHash"], data).status_code == 200
+    token = sign(tenant.api_key, magento_claims(tenant))
+    for kind in _UPLOAD_FILES:
+        download(client, f"/api-ext/files/draft/{draft['draftHash']}/{kind}", token)
+
+
+@pytest.mark.parametrize(("bomb", "words"), _DRAWING_BOMBS)
+def test_a_stored_upload_that_draws_too_much_is_a_render_error(
+    app: Flask,
+    client: FlaskClient,
+    api: ApiClient,
+    tenant: Client,
+    upload_template: Template,
+    bomb: Any,
+    words: str,
+) -> None:
+    """Stored before uploads were measured: every file of the draft is a 422, the preflight
+    an error, never a 500 nor pdfium parsing all of it."""
+    draft = new_draft(api, upload_template, intent="upload-and-editor")
+    hash_ = draft["draftHash"]
+    data = bomb(print_pdf(2))
+    key = upload_key(tenant.identifier, hash_, data)
+    app.extensions["pps"].storage.put(key, data)
+    assert app.extensions["pps"].repository.update_draft(tenant.identifier, hash_, upload_key=key)
+    token = sign(tenant.api_key, magento_claims(tenant))
+    for kind in _UPLOAD_FILES:
+        response = fetch(client, f"/api-ext/files/draft/{hash_}/{kind}", token)
+        error = assert_error(response, 422, "template")
+        assert words in error["message"], (kind, error)
+    checked = api.put(f"/api-ext/draft/{hash_}", json={"apiDefaultValues": {"name": "Bo"}})
+    assert checked.status_code == 200, checked.get_data(as_text=True)
+    results = checked.get_json()["data"]["validationResults"]
+    assert any(words in result["message"] for result in results), results

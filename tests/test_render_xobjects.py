@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pikepdf
 import pytest
+from preflight_support import with_form_fan_out
 
 from pps.render import AssetError, parse_spec, render_low_res_pdf, render_png, render_print_pdf
 from pps.render.decode import asset_problem
+from pps.render.pdf_budget import ContentBudget
 from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 POSTCARD_DIR = Path(__file__).resolve().parent.parent / "examples" / "templates" / "postcard"
@@ -130,3 +132,50 @@ def test_artwork_nested_deeper_is_an_asset_error(depth: int) -> None:
     )
     with pytest.raises(AssetError, match=f"'artwork.pdf': page 1 nests form XObjects {depth}"):
         postcard_renders(artwork)
+
+
+def test_artwork_drawing_forms_too_often_is_an_asset_error() -> None:
+    """Forms that draw forms ten times each: counted before pdfium parses every copy."""
+    artwork = with_form_fan_out(ARTWORK, 5)
+    problem = asset_problem(artwork)
+    assert problem is not None and "form XObjects more than 100000 times" in problem
+    with pytest.raises(AssetError, match=r"'artwork\.pdf': page 1 cannot be drawn: a page draws"):
+        postcard_renders(artwork)
+    assert all(postcard_renders(with_form_fan_out(ARTWORK, 4)))
+
+
+def one_page(content: bytes) -> tuple[pikepdf.Pdf, pikepdf.Page]:
+    pdf = pikepdf.new()
+    pdf.add_blank_page(page_size=(10, 10))
+    page = pdf.pages[0]
+    page.obj.Contents = pdf.make_stream(content)
+    return pdf, page
+
+
+def test_a_form_that_draws_itself_is_refused() -> None:
+    pdf, page = one_page(b"/F Do")
+    drawn = pdf.make_indirect(form(pdf))
+    drawn.write(b"/F Do")
+    drawn.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(F=drawn))
+    page.obj.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(F=drawn))
+    assert ContentBudget().problem(page) == "a form XObject draws itself"
+    # Listed in its own resources but not drawn: nothing is drawn twice.
+    drawn.write(b"")
+    assert ContentBudget().problem(page) is None
+
+
+def test_content_is_measured_per_page_and_per_document() -> None:
+    _, page = one_page(b"0 0 m\n" * 200)
+    assert ContentBudget(page_limit=1200, limit=2400).problem(page) is None
+    assert "a page's content" in (ContentBudget(page_limit=1000).problem(page) or "")
+    budget = ContentBudget(page_limit=1200, limit=2000)
+    assert budget.problem(page) is None
+    assert "its pages decompresses to more than" in (budget.problem(page) or "")
+
+
+def test_a_filter_whose_output_cannot_be_bounded_is_refused_when_large() -> None:
+    _, page = one_page(b"")
+    page.obj.Contents.write(b"x" * 2000, filter=pikepdf.Name.LZWDecode)
+    # Up to 2,731 bytes a byte: 2,000 bytes of LZW may be 5 MB, more than the page may hold.
+    assert ContentBudget(page_limit=1_000_000).problem(page) is not None
+    assert ContentBudget(page_limit=10_000_000).problem(page) is None

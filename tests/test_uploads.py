@@ -12,6 +12,7 @@ from conftest import ApiClient
 from flask import Flask
 from openpyxl import Workbook
 from PIL import Image
+from preflight_support import print_pdf, with_content_bomb, with_form_fan_out
 from vdata_support import multipart
 
 from pps.platform.repository.sql import SqlRepository
@@ -299,3 +300,22 @@ def test_svg_of_too_many_elements_is_refused_while_parsing() -> None:
     with pytest.raises(SvgRefused, match=f"more than {MAX_ELEMENTS} elements"):
         sanitize_svg(_svg("<rect/>" * MAX_ELEMENTS))
     assert sanitize_svg(_svg("<rect/>" * (MAX_ELEMENTS - 1)))
+
+
+@pytest.mark.parametrize(
+    ("bomb", "words"),
+    [
+        (lambda data: with_form_fan_out(data, 5), "form XObjects more than 100000 times"),
+        (lambda data: with_content_bomb(data, 40), "decompresses to more than 32 MB"),
+    ],
+)
+def test_pdf_that_draws_too_much_is_refused_and_nothing_is_stored(
+    app: Flask, api: ApiClient, repo: SqlRepository, bomb: object, words: str
+) -> None:
+    """Checking a PDF opens every page in pdfium, which parses each form once per use:
+    forms drawing forms are counted first, as is content that inflates a thousandfold."""
+    before = snapshot(repo)
+    data = bomb(print_pdf(1))  # type: ignore[operator]
+    error = assert_error(upload(api, "bomb.pdf", data), 422, "file")
+    assert "on page 1" in error["message"] and words in error["message"], error
+    assert snapshot(repo) == before

@@ -3,7 +3,8 @@
 :func:`accept_pdf` refuses what cannot become the draft's print file, naming each problem
 (:class:`PdfRefused`): not a PDF, encrypted, another page count than the template's, pages
 of another size, fonts not embedded, form XObjects nested deeper than the renderer draws
-(:data:`~pps.render.xobjects.MAX_FORM_DEPTH`). What prints but a print shop would question
+(:data:`~pps.render.xobjects.MAX_FORM_DEPTH`), content that decompresses or draws more than
+:mod:`pps.render.pdf_budget` allows. What prints but a print shop would question
 becomes a :class:`~pps.preflight.status.Finding`: fonts whose licence forbids embedding (OS/2
 ``fsType``), images below :data:`~pps.preflight.status.MIN_DPI` at their placed size, RGB
 images in a template with ``"colorSpace": "cmyk"``.
@@ -28,6 +29,7 @@ from pps.preflight.fonts import embedding_restricted
 from pps.preflight.status import MIN_DPI, Finding
 from pps.render import TemplateSpec
 from pps.render.pdf import RENDER_LOCK
+from pps.render.pdf_budget import ContentBudget
 from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 __all__ = ["TOLERANCE_MM", "AcceptedPdf", "PdfRefused", "accept_pdf", "pdf_findings"]
@@ -68,6 +70,9 @@ def accept_pdf(data: bytes, spec: TemplateSpec) -> AcceptedPdf:
     with pdf:
         if pdf.is_encrypted:
             raise PdfRefused(["The PDF is encrypted; upload it without encryption."])
+        too_much = _content_problems(pdf)
+        if too_much:  # before the font check decompresses any of it
+            raise PdfRefused(too_much)
         problems = _page_problems(pdf, spec)
         problems += _nesting_problems(pdf)
         problems += _fonts(pdf)[0]
@@ -83,6 +88,9 @@ def pdf_findings(data: bytes, spec: TemplateSpec) -> list[Finding]:
     """Findings on an accepted PDF: fonts whose licence forbids embedding, image
     resolution and, in CMYK templates, RGB images; sorted by page."""
     with pikepdf.open(BytesIO(data)) as pdf:
+        too_much = _content_problems(pdf)
+        if too_much:  # stored before the limits: pdfium would parse it all
+            return [Finding(1, too_much[0], "error")]
         findings = _fonts(pdf)[1]
     findings += _image_findings(data, spec)
     return sorted(findings, key=lambda finding: finding.page)
@@ -169,6 +177,17 @@ def _page_problems(pdf: pikepdf.Pdf, spec: TemplateSpec) -> list[str]:
         )
         page.obj.BleedBox = pikepdf.Array(list(media))
     return problems
+
+
+def _content_problems(pdf: pikepdf.Pdf) -> list[str]:
+    """Pages whose content decompresses, or whose forms draw one another, past what the
+    renderer and the checks below may read (:mod:`pps.render.pdf_budget`)."""
+    budget = ContentBudget()
+    for index, page in enumerate(pdf.pages):
+        problem = budget.problem(page)
+        if problem is not None:
+            return [f"Page {index + 1} cannot be drawn: {problem} (flatten the artwork)."]
+    return []
 
 
 def _nesting_problems(pdf: pikepdf.Pdf) -> list[str]:

@@ -24,6 +24,7 @@ from reportlab.pdfbase.ttfonts import TTFont
 
 from pps.render.assets import sniff
 from pps.render.fonts import font_problem
+from pps.render.pdf_budget import ContentBudget
 from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 __all__ = [
@@ -122,9 +123,15 @@ def _image_problem(data: bytes, max_pixels: int) -> str | None:
 def _pdf_problem(data: bytes) -> str | None:
     try:
         with pikepdf.open(BytesIO(data)) as pdf:
-            for page in pdf.pages:
-                # Decompresses and tokenizes each page's content, which the renderer copies.
-                pikepdf.parse_content_stream(page)
+            budget = ContentBudget()
+            for index, page in enumerate(pdf.pages):
+                # Measured before anything decompresses it whole, pdfium above all.
+                too_much = budget.problem(page)
+                if too_much is not None:
+                    return f"cannot be drawn: on page {index + 1}, {too_much}"
+                # Decompresses and tokenizes each page's content, which the renderer copies
+                # (keeping only ``Do``: every instruction as a Python object is not needed).
+                pikepdf.parse_content_stream(page, "Do")
                 depth = survey_xobjects(page.obj.get("/Resources")).depth
                 if depth > MAX_FORM_DEPTH:  # the renderer refuses such a page
                     return (

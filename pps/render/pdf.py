@@ -40,6 +40,7 @@ from pps.render.model import (
     TemplateSpec,
     TextElement,
 )
+from pps.render.pdf_budget import ContentBudget
 from pps.render.pdf_parts import PartsWriter
 from pps.render.vector import draw_svg, is_svg, svg_size
 from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
@@ -512,6 +513,12 @@ class _Composer:
         if key not in self.artwork:
             with _open_pdf(background.file, self._file(background.file)) as pdf:
                 page = _artwork_page(pdf, background)
+                too_much = ContentBudget().problem(page)
+                if too_much is not None:  # an artwork stored before the limits
+                    raise AssetError(
+                        f"{background.file!r}: page {background.page + 1} cannot be drawn: "
+                        f"{too_much}"
+                    )
                 survey = survey_xobjects(page.obj.get("/Resources"))
                 if survey.depth > MAX_FORM_DEPTH:
                     # Copying or drawing the page would recurse as deep as its forms nest.
