@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from PIL import Image
 from pypdf import PdfReader
+from reportlab.pdfbase import pdfmetrics
 
 from pps.preflight.template import check_template
 from pps.render import SpecError, cache_key, check_values, parse_spec, render_file
@@ -271,3 +272,32 @@ def test_a_font_file_offered_as_a_choice_is_checked_at_import(tmp_path: Path) ->
         parse_spec(data, tmp_path)
     assert [path for path, _ in raised.value.problems] == ["choices.name.font"]
     assert "bad.ttf" in parse_spec(data).files
+
+
+def test_svg_text_is_set_in_standard_fonts_only(card: Any) -> None:
+    """Families an SVG names are never looked up on the machine (``fc-match``, font files):
+    one process per family made an SVG naming many slow to draw, registered fonts in
+    reportlab for good, and made the print file depend on the machine's fonts."""
+    families = ["DejaVu Sans", "Liberation Serif", "FreeMono", "Noto Sans", "Pps Unknown 1"]
+    texts = "".join(
+        f'<text x="1" y="{n + 5}" font-family="{family}">Hi</text>'
+        for n, family in enumerate(families)
+    )
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="100" height="25">'
+        f'{texts}<text x="1" y="20" font-family="serif">Hi</text></svg>'
+    ).encode()
+    before = set(pdfmetrics.getRegisteredFontNames())
+    UPLOADS["fonts"] = svg
+    try:
+        pdf, _ = render_file("print", card, {"logo": "fonts"}, loader)
+    finally:
+        del UPLOADS["fonts"]
+    # reportlab registers its standard fonts as they are first used; nothing else is new.
+    assert set(pdfmetrics.getRegisteredFontNames()) - before <= set(pdfmetrics.standardFonts)
+    fonts = {
+        str(font.get("/BaseFont"))
+        for font in PdfReader(io.BytesIO(pdf)).pages[0]["/Resources"]["/Font"].values()
+    }
+    assert {"/Helvetica", "/Times-Roman"} <= fonts, fonts
+    assert not any("DejaVu" in font or "Liberation" in font for font in fonts), fonts

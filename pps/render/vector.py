@@ -32,10 +32,48 @@ def _drawing(data: bytes) -> Any:
     problem = budget_problem(parse_svg(data))
     if problem is not None:
         raise SvgTooBig(problem)
-    drawing = svg2rlg(BytesIO(data))
+    drawing = svg2rlg(BytesIO(data), font_map=_standard_fonts())
     if drawing is None or not drawing.width or not drawing.height:
         raise _Sizeless("the SVG has no drawable size")
     return drawing
+
+
+@functools.cache
+def _standard_fonts() -> Any:
+    """svglib's font map without the machine's fonts: the standard PDF fonts under their
+    usual names (``serif``, ``sans-serif``, ``monospace``, ``Times New Roman``, ...), and
+    Helvetica for every other family.
+
+    svglib's own map looks an unknown family up as a file (``<family>.ttf`` on reportlab's
+    search path) and then with ``fc-match`` (a process each), and registers what it finds
+    in reportlab for the life of the process: an SVG naming a thousand families took a
+    thousand processes to draw, and its print file depended on the fonts of the machine
+    that drew it.
+    """
+    from svglib.fonts import FontMap
+
+    class StandardFonts(FontMap):
+        def register_font(
+            self,
+            font_family: str,
+            font_path: str | None = None,
+            weight: str = "normal",
+            style: str = "normal",
+            rlgFontName: str | None = None,
+        ) -> tuple[str | None, bool]:
+            if font_path is not None:
+                return None, False  # a font file: never read from the machine
+            found: tuple[str | None, bool] = super().register_font(
+                font_family, None, weight, style, rlgFontName
+            )
+            return found
+
+        def use_fontconfig(
+            self, font_name: str, weight: str = "normal", style: str = "normal"
+        ) -> tuple[str | None, bool]:
+            return None, False
+
+    return StandardFonts()
 
 
 class _Sizeless(ValueError):
