@@ -319,3 +319,43 @@ def test_pdf_that_draws_too_much_is_refused_and_nothing_is_stored(
     error = assert_error(upload(api, "bomb.pdf", data), 422, "file")
     assert "on page 1" in error["message"] and words in error["message"], error
     assert snapshot(repo) == before
+
+
+def photo(kind: str, orientation: int, mode: str = "RGB") -> bytes:
+    """40 x 20 pixels, red on the left half, tagged with an EXIF ``orientation``."""
+    image = Image.new("RGB", (40, 20), "white")
+    image.paste(Image.new("RGB", (20, 20), "red"), (0, 0))
+    image = image.convert(mode)
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    out = io.BytesIO()
+    image.save(out, kind, exif=exif.tobytes())
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("kind", "mode"), [("JPEG", "RGB"), ("JPEG", "CMYK"), ("PNG", "RGB"), ("PNG", "P")]
+)
+def test_a_photo_turned_by_its_exif_orientation_is_stored_upright(
+    app: Flask, api: ApiClient, kind: str, mode: str
+) -> None:
+    """Browsers show a photo turned by its EXIF orientation (6: 90 degrees clockwise), and
+    the editor's crop is measured on that picture; the renderer reads pixels as stored."""
+    response = upload(api, "phone.jpg", photo(kind, 6, mode))
+    assert response.status_code == 201, response.get_data(as_text=True)  # type: ignore[attr-defined]
+    identifier = response.get_json()["identifier"]  # type: ignore[attr-defined]
+    stored = next((app.extensions["pps"].storage.root / "uploads").rglob(f"{identifier}/file.*"))
+    with Image.open(stored) as image:
+        assert image.size == (20, 40)
+        assert image.getexif().get(0x0112) in (None, 1)
+        top = image.convert("RGB").getpixel((10, 5))
+        bottom = image.convert("RGB").getpixel((10, 35))
+    assert top[1] < 80 and bottom[1] > 200, (top, bottom)  # red on top: turned clockwise
+
+
+def test_a_photo_without_orientation_is_stored_as_sent(app: Flask, api: ApiClient) -> None:
+    data = photo("JPEG", 1)
+    response = upload(api, "photo.jpg", data)
+    identifier = response.get_json()["identifier"]  # type: ignore[attr-defined]
+    stored = next((app.extensions["pps"].storage.root / "uploads").rglob(f"{identifier}/file.*"))
+    assert stored.read_bytes() == data

@@ -1,6 +1,7 @@
 """Accepting an upload: sniff, check completely, store the bytes, record the file. No Flask.
 
-Every check runs before anything is written, so a refused file leaves nothing behind. The
+Every check runs before anything is written, so a refused file leaves nothing behind. A
+photo with an EXIF orientation is stored turned upright (:mod:`pps.uploads.orientation`). The
 bytes go to file storage under ``uploads/<client>/<identifier>/file.<kind>``; the record
 (kind, name, size) to the database. Later readers (variable data, image values) look the
 file up by identifier *and* client, so one shop can never read another's upload.
@@ -16,6 +17,7 @@ from pps.platform.storage import FileStorage
 from pps.render.decode import asset_problem
 from pps.render.vector import svg_problem
 from pps.uploads.kinds import Kind, UnknownKind, decode_text, sniff
+from pps.uploads.orientation import upright
 from pps.uploads.svg import SvgRefused, sanitize_svg
 from pps.uploads.workbook import workbook_problem
 
@@ -76,7 +78,7 @@ def _checked(kind: Kind, data: bytes, limits: UploadLimits) -> bytes:
         problem = asset_problem(data, max_pixels=limits.max_pixels)
         if problem is not None:
             raise UploadRefused(f"The {kind.upper()} file cannot be used: {problem}.")
-        return data
+        return data if kind == "pdf" else upright(data, kind)
     if kind == "svg":
         try:
             cleaned = sanitize_svg(decode_text(data))
