@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+import pikepdf
 import pytest
 from api_support import assert_error, snapshot
 from conftest import ApiClient
@@ -16,6 +17,7 @@ from preflight_support import print_pdf, with_content_bomb, with_form_fan_out
 from vdata_support import multipart
 
 from pps.platform.repository.sql import SqlRepository
+from pps.render.decode import MAX_PDF_PAGES
 from pps.render.svg_budget import MAX_ELEMENTS, MAX_TEXT, budget_problem, parse_svg
 from pps.uploads.svg import MAX_DEPTH, SvgRefused, sanitize_svg
 
@@ -359,3 +361,36 @@ def test_a_photo_without_orientation_is_stored_as_sent(app: Flask, api: ApiClien
     identifier = response.get_json()["identifier"]  # type: ignore[attr-defined]
     stored = next((app.extensions["pps"].storage.root / "uploads").rglob(f"{identifier}/file.*"))
     assert stored.read_bytes() == data
+
+
+def blank_pdf(pages: int, declared: int | None = None) -> bytes:
+    pdf = pikepdf.new()
+    for _ in range(pages):
+        pdf.add_blank_page(page_size=(10, 10))
+    out = io.BytesIO()
+    pdf.save(out, object_stream_mode=pikepdf.ObjectStreamMode.disable)
+    if declared is None:
+        return out.getvalue()
+    # Written over the saved count (pikepdf writes the true one); readers mend the offsets.
+    return out.getvalue().replace(f"/Count {pages}".encode(), f"/Count {declared}".encode())
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (blank_pdf(MAX_PDF_PAGES + 1), f"has {MAX_PDF_PAGES + 1} pages"),
+        # The page tree's count is believed when it is too high: nothing else is read.
+        (blank_pdf(1, declared=10**9), f"has {10**9} pages"),
+        # ... and checked against the pages when it says too few.
+        (blank_pdf(MAX_PDF_PAGES + 1, declared=1), f"has {MAX_PDF_PAGES + 1} pages"),
+    ],
+)
+def test_pdf_of_too_many_pages_is_refused(api: ApiClient, data: bytes, words: str) -> None:
+    """Every page is opened by pikepdf and pdfium to be checked: 64 MB hold 700,000."""
+    error = assert_error(upload(api, "pages.pdf", data), 422, "file")
+    assert words in error["message"] and f"at most {MAX_PDF_PAGES}" in error["message"], error
+
+
+def test_pdf_of_as_many_pages_as_allowed_is_kept(api: ApiClient) -> None:
+    response = upload(api, "pages.pdf", blank_pdf(MAX_PDF_PAGES))
+    assert response.status_code == 201, response.get_data(as_text=True)  # type: ignore[attr-defined]

@@ -30,6 +30,7 @@ from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 __all__ = [
     "DECODE_ERRORS",
     "DEFAULT_MAX_IMAGE_PIXELS",
+    "MAX_PDF_PAGES",
     "asset_problem",
     "image_pixels_problem",
 ]
@@ -38,6 +39,10 @@ __all__ = [
 #: takes 3 to 4 bytes per pixel, so 40 megapixels bound one image at about 160 MB, and a
 #: page image of a template rendered from it at about 1 s on one core.
 DEFAULT_MAX_IMAGE_PIXELS = 40_000_000
+#: Pages a PDF may have. Every page is opened by pikepdf and pdfium to be checked (some
+#: 50 microseconds and several kilobytes each): a 64 MB file holds 700,000 empty pages.
+#: Print products have a few hundred pages at most.
+MAX_PDF_PAGES = 1000
 
 #: What Pillow, pikepdf and pdfium raise for data they cannot decode: broken or truncated
 #: streams (``OSError``, ``zlib.error``, ``EOFError``), bad headers (``SyntaxError``,
@@ -123,6 +128,9 @@ def _image_problem(data: bytes, max_pixels: int) -> str | None:
 def _pdf_problem(data: bytes) -> str | None:
     try:
         with pikepdf.open(BytesIO(data)) as pdf:
+            too_many = _page_count_problem(pdf)
+            if too_many is not None:
+                return too_many
             budget = ContentBudget()
             for index, page in enumerate(pdf.pages):
                 # Measured before anything decompresses it whole, pdfium above all.
@@ -152,6 +160,19 @@ def _pdf_problem(data: bytes) -> str | None:
     except DECODE_ERRORS as exc:
         return f"cannot be rasterized: {exc or type(exc).__name__}"
     return None
+
+
+def _page_count_problem(pdf: pikepdf.Pdf) -> str | None:
+    """Why ``pdf`` has too many pages, or None; the page tree's own count is read first,
+    as counting the pages builds a list of them all."""
+    tree = pdf.Root.get("/Pages")
+    declared = tree.get("/Count") if isinstance(tree, pikepdf.Dictionary) else None
+    pages = declared if isinstance(declared, int) and declared > MAX_PDF_PAGES else None
+    if pages is None and len(pdf.pages) > MAX_PDF_PAGES:
+        pages = len(pdf.pages)
+    if pages is None:
+        return None
+    return f"has {pages} pages; at most {MAX_PDF_PAGES} are accepted"
 
 
 def _font_problem(data: bytes) -> str | None:
