@@ -269,7 +269,9 @@ def test_accept_without_json_is_406(
     assert snapshot(repo) == before
 
 
-@pytest.mark.parametrize("accept", ["*/*", "application/*", "text/html, application/json;q=0.1"])
+@pytest.mark.parametrize(
+    "accept", ["*/*", "application/*", "text/html, application/json;q=0.1", "", " "]
+)
 def test_accept_that_allows_json_is_served(api: ApiClient, accept: str) -> None:
     response = api.post("/api-ext/user", headers={"Accept": accept})
     assert response.status_code == 201

@@ -51,7 +51,9 @@ def authenticate() -> None:
     if client is None:
         raise Unauthorized("The API key is unknown or disabled.")
     g.pps_client = client
-    if "Accept" in request.headers and request.accept_mimetypes["application/json"] == 0:
+    # An empty Accept names no type at all, so it is read as none sent (anything goes).
+    accept = request.headers.get("Accept", "")
+    if accept.strip() and request.accept_mimetypes["application/json"] == 0:
         raise NotAcceptable()
 
 
