@@ -160,6 +160,24 @@ def test_foreign_unknown_and_non_image_files_are_422(
     assert_error(response, 422, "apiDefaultValues.logo")
 
 
+def stored_as_before(app: Flask, tenant: Client, data: bytes, kind: str) -> str:
+    """The identifier of ``data`` stored as an upload of ``tenant`` without today's checks
+    (as a file accepted under earlier limits is)."""
+    services = app.extensions["pps"]
+    identifier = services.uploads.new_identifier()
+    key = f"uploads/{tenant.identifier}/{identifier}/file.{kind}"
+    services.storage.put(key, data)
+    services.uploads.create(
+        tenant.identifier,
+        identifier=identifier,
+        kind=kind,
+        name=f"before.{kind}",
+        size=len(data),
+        storage_key=key,
+    )
+    return str(identifier)
+
+
 def test_an_svg_stored_before_its_limits_is_a_422_when_rendered(
     app: Flask,
     client: FlaskClient,
@@ -171,19 +189,7 @@ def test_an_svg_stored_before_its_limits_is_a_422_when_rendered(
 ) -> None:
     """An SVG of ``<use>`` fan-out stored before uploads counted what it expands to: the
     print file is refused with a 422 naming the file, not drawn for seconds on end."""
-    services = app.extensions["pps"]
-    identifier = services.uploads.new_identifier()
-    key = f"uploads/{tenant.identifier}/{identifier}/file.svg"
-    data = fan_out_svg(4)
-    services.storage.put(key, data)
-    services.uploads.create(
-        tenant.identifier,
-        identifier=identifier,
-        kind="svg",
-        name="laughs.svg",
-        size=len(data),
-        storage_key=key,
-    )
+    identifier = stored_as_before(app, tenant, fan_out_svg(4), "svg")
     created = new_draft(api, card, user, name="Ada", logo=identifier)
     assert created.status_code == 201, created.get_data(as_text=True)
     draft_hash = created.get_json()["data"]["draftHash"]
@@ -192,6 +198,39 @@ def test_an_svg_stored_before_its_limits_is_a_422_when_rendered(
     )
     error = assert_error(response, 422)
     assert identifier in error["message"] and "expands to more than" in error["message"], error
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (fan_out_svg(4), "expands to more than"),
+        (b'<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>', "no size"),
+    ],
+)
+def test_preflight_reports_an_svg_that_cannot_be_drawn(
+    app: Flask,
+    api: ApiClient,
+    card: Template,
+    user: User,
+    tenant: Client,
+    data: bytes,
+    words: str,
+) -> None:
+    """Every file of such a draft is a 422: preflight says so, naming the DataKey and file."""
+    identifier = stored_as_before(app, tenant, data, "svg")
+    created = new_draft(api, card, user, name="Ada")
+    draft_hash = created.get_json()["data"]["draftHash"]
+    updated = api.put(
+        f"/api-ext/draft/{draft_hash}",
+        json={"apiDefaultValues": {"name": "Ada", "logo": identifier}},
+    )
+    assert updated.status_code == 200, updated.get_data(as_text=True)
+    data_out = updated.get_json()["data"]
+    errors = [r["message"] for r in data_out["validationResults"] if r["severity"] == "error"]
+    assert data_out["preflightStatus"] == 2, data_out["validationResults"]
+    assert any(
+        "'logo'" in message and identifier in message and words in message for message in errors
+    ), errors
 
 
 def test_preflight_reports_a_low_resolution_logo(

@@ -26,6 +26,7 @@ from pps.render import check_values as render_check_values
 from pps.render.assets import AssetLoader
 from pps.render.errors import AssetError
 from pps.render.fonts import is_font_file
+from pps.render.media import upload_identifier
 from pps.render.model import (
     RGB,
     ColorBackground,
@@ -37,7 +38,7 @@ from pps.render.model import (
     TextElement,
 )
 from pps.render.problems import english
-from pps.render.vector import is_svg
+from pps.render.vector import is_svg, svg_problem
 
 __all__ = ["check_template", "check_values", "placed_dpi"]
 
@@ -130,6 +131,8 @@ def _image_findings(
 ) -> Iterator[Finding]:
     if element.file is None:
         return
+    key = element.data_key
+    name = _image_name(element.file, key)
     data = b""
     try:
         data = loader(element.file)
@@ -138,12 +141,20 @@ def _image_findings(
             with Image.open(BytesIO(data)) as image:  # the header only: nothing is decoded
                 size, mode = image.size, image.mode
     except AssetError as exc:
-        yield Finding(page, f"Image {exc}", "error")
+        # The loader's message names the file: a template's by its name, an upload by its
+        # identifier (and the DataKey is added here).
+        where = "Image" if upload_identifier(element.file) is None else f"The image of {key!r}:"
+        yield Finding(page, f"{where} {exc}", "error")
         return
     except (OSError, ValueError, Image.DecompressionBombError, Image.DecompressionBombWarning):
         if is_svg(data):
-            return  # vector artwork: sharp at any size
-        yield Finding(page, f"Image {element.file!r} cannot be read.", "error")
+            # Vector artwork is sharp at any size, but one stored before the drawing limits
+            # (or one svglib cannot draw) fails every file of the draft: judged as at upload.
+            problem = svg_problem(data)
+            if problem is not None:
+                yield Finding(page, f"{name} cannot be drawn: {problem}.", "error")
+            return
+        yield Finding(page, f"{name} cannot be read.", "error")
         return
     if element.crop is not None:  # the customer's crop is what gets enlarged
         size = (max(1, round(element.crop.width)), max(1, round(element.crop.height)))
@@ -151,13 +162,22 @@ def _image_findings(
     if dpi < MIN_DPI:
         yield Finding(
             page,
-            f"Image {element.file!r} has {dpi:.0f} dpi at its placed size "
+            f"{name} has {dpi:.0f} dpi at its placed size "
             f"({size[0]} x {size[1]} px in {element.box.width:g} x {element.box.height:g} mm); "
             f"print needs at least {MIN_DPI} dpi.",
             "warning",
         )
     if cmyk and mode in _RGB_MODES:
-        yield _rgb(page, f"image {element.file!r} ({mode})")
+        yield _rgb(page, f"{name[0].lower()}{name[1:]} ({mode})")
+
+
+def _image_name(file: str, data_key: str | None) -> str:
+    """How a finding names an image: a customer's upload by its DataKey and identifier (its
+    asset name, ``../uploads/<identifier>``, means nothing to a shop), else by its file."""
+    identifier = upload_identifier(file)
+    if identifier is None:
+        return f"Image {file!r}"
+    return f"The image of {data_key!r} (uploaded file {identifier!r})"
 
 
 def _colors(element: Element) -> Iterator[tuple[str, object]]:
