@@ -12,6 +12,7 @@ import json
 import re
 import struct
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -231,6 +232,55 @@ def test_preflight_reports_an_svg_that_cannot_be_drawn(
     assert any(
         "'logo'" in message and identifier in message and words in message for message in errors
     ), errors
+
+
+@pytest.fixture
+def lowered(app: Flask, app_config: dict[str, Any]) -> Iterator[Flask]:
+    """A second app on the same database and storage, with ``PPS_MAX_IMAGE_PIXELS``
+    lowered to 100,000 (as after a restart with a lower setting)."""
+    from pps.app import create_app
+
+    application = create_app({**app_config, "max_image_pixels": 100_000})
+    yield application
+    application.extensions["pps"].close()
+
+
+@pytest.mark.parametrize("stored", ["accepted", "before"])
+def test_an_upload_over_a_lowered_pixel_limit_is_a_422_and_an_error(
+    app: Flask,
+    lowered: Flask,
+    api: ApiClient,
+    card: Template,
+    user: User,
+    tenant: Client,
+    stored: str,
+) -> None:
+    """A PNG of 180,000 pixels accepted under the default limit, or one whose header says
+    64 megapixels stored before any limit (its pixel data is broken: a decode would fail
+    otherwise), is refused from its header when drawn, and preflight says so."""
+    data = quadrants() if stored == "accepted" else huge_png(8000, 8000)
+    identifier = (
+        upload(api, data) if stored == "accepted" else stored_as_before(app, tenant, data, "png")
+    )
+    created = new_draft(api, card, user, name="Ada", logo=identifier)
+    assert created.status_code == 201, created.get_data(as_text=True)
+    draft_hash = created.get_json()["data"]["draftHash"]
+    client = lowered.test_client()
+    token = {"jwt": file_token(tenant)}
+    for kind in ("print", "image"):
+        response = client.get(f"/api-ext/files/draft/{draft_hash}/{kind}", query_string=token)
+        error = assert_error(response, 422)
+        assert identifier in error["message"] and "PPS_MAX_IMAGE_PIXELS" in error["message"], error
+    updated = ApiClient(client, tenant.api_key).put(
+        f"/api-ext/draft/{draft_hash}",
+        json={"apiDefaultValues": {"name": "Ada", "logo": identifier}},
+    )
+    data_out = updated.get_json()["data"]
+    errors = [r["message"] for r in data_out["validationResults"] if r["severity"] == "error"]
+    assert any(
+        "'logo'" in message and identifier in message and "PPS_MAX_IMAGE_PIXELS" in message
+        for message in errors
+    ), data_out["validationResults"]
 
 
 def test_preflight_reports_a_low_resolution_logo(

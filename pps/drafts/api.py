@@ -223,7 +223,9 @@ def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
             flags=draft_flags(data),
         )
     )
-    found = preflight_and_store(repository, svc.storage, record)
+    found = preflight_and_store(
+        repository, svc.storage, record, max_pixels=svc.settings.max_image_pixels
+    )
     emit(svc, client, DRAFT_UPDATED, draft_payload(found))
     return {"data": found}
 

@@ -117,7 +117,9 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
         raise NotFound(DRAFT_NOT_FOUND)
     if draft.upload_key is not None and draft.upload_key != key:
         svc.storage.delete(draft.upload_key)
-    checked = preflight_and_store(svc.repository, svc.storage, updated)
+    checked = preflight_and_store(
+        svc.repository, svc.storage, updated, max_pixels=svc.settings.max_image_pixels
+    )
     emit(svc, client, DRAFT_UPDATED, draft_payload(checked))
     return {"data": checked}
 

@@ -545,9 +545,12 @@ def _save(
     )
     if draft is None:  # deleted by the shop meanwhile
         raise DesignNotFound()
-    draft = preflight_and_store(services().repository, services().storage, draft)
+    svc = services()
+    draft = preflight_and_store(
+        svc.repository, svc.storage, draft, max_pixels=svc.settings.max_image_pixels
+    )
     event = DRAFT_FINISHED if state == "finished" else DRAFT_UPDATED
-    emit(services(), ctx.client.identifier, event, draft_payload(draft))
+    emit(svc, ctx.client.identifier, event, draft_payload(draft))
     return draft
 
 

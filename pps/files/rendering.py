@@ -204,11 +204,12 @@ def draft_assets(
     max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
 ) -> AssetLoader:
     """The files the draft renders from: its template's, its upload if it has one, and the
-    images its client uploaded (for image DataKeys)."""
+    images its client uploaded (for image DataKeys); images of either kind with more than
+    ``max_pixels`` are an :class:`AssetError`."""
     files: AssetLoader = StorageAssets(
         storage, draft.client_identifier, template.identifier, max_pixels=max_pixels
     )
-    files = UploadedImages(storage, draft.client_identifier, files)
+    files = UploadedImages(storage, draft.client_identifier, files, max_pixels=max_pixels)
     if uses_upload(draft):
         assert draft.upload_key is not None
         return UploadAssets(storage, draft.upload_key, files)

@@ -25,6 +25,7 @@ from pps.preflight.status import Finding, status_of
 from pps.preflight.template import check_template, check_values
 from pps.render import RenderError
 from pps.render.assets import AssetLoader
+from pps.render.decode import DEFAULT_MAX_IMAGE_PIXELS
 from pps.render.media import resolve
 from pps.uploads.images import UploadedImages
 
@@ -32,19 +33,30 @@ __all__ = ["preflight_and_store", "preflight_draft"]
 
 
 def preflight_draft(
-    storage: FileStorage, draft: Draft, template: Template | None
+    storage: FileStorage,
+    draft: Draft,
+    template: Template | None,
+    *,
+    max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
 ) -> tuple[int, list[JsonObject]]:
-    """``(preflightStatus, validationResults)`` for the draft as it is now."""
+    """``(preflightStatus, validationResults)`` for the draft as it is now; an image with
+    more than ``max_pixels`` (``PPS_MAX_IMAGE_PIXELS``) is an error, as it is to a render."""
     if draft.disable_preflight:
         return PREFLIGHT_NOT_CHECKED, []
-    findings = _findings(storage, draft, template)
+    findings = _findings(storage, draft, template, max_pixels)
     return status_of(findings), [finding.as_json() for finding in findings]
 
 
-def preflight_and_store(repository: Repository, storage: FileStorage, draft: Draft) -> Draft:
+def preflight_and_store(
+    repository: Repository,
+    storage: FileStorage,
+    draft: Draft,
+    *,
+    max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+) -> Draft:
     """Check the draft, store the outcome for its version, and return it as stored."""
     template = repository.get_template(draft.client_identifier, draft.template_identifier)
-    status, results = preflight_draft(storage, draft, template)
+    status, results = preflight_draft(storage, draft, template, max_pixels=max_pixels)
     if repository.set_preflight(
         draft.client_identifier, draft.draft_hash, draft.version, status, results
     ):
@@ -52,7 +64,9 @@ def preflight_and_store(repository: Repository, storage: FileStorage, draft: Dra
     return draft  # changed meanwhile: that change brings its own check
 
 
-def _findings(storage: FileStorage, draft: Draft, template: Template | None) -> list[Finding]:
+def _findings(
+    storage: FileStorage, draft: Draft, template: Template | None, max_pixels: int
+) -> list[Finding]:
     if template is None:
         return [Finding(1, "The draft's template no longer exists.", "error")]
     try:
@@ -62,7 +76,8 @@ def _findings(storage: FileStorage, draft: Draft, template: Template | None) -> 
     files: AssetLoader = UploadedImages(
         storage,
         draft.client_identifier,
-        StorageAssets(storage, draft.client_identifier, template.identifier),
+        StorageAssets(storage, draft.client_identifier, template.identifier, max_pixels=max_pixels),
+        max_pixels=max_pixels,
     )
     if draft.intent == "upload" and not uses_upload(draft):
         return [Finding(1, "No print PDF has been uploaded yet.", "error")]

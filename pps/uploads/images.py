@@ -19,6 +19,7 @@ from pps.platform.repository.uploads import SqlUploadStore, Upload
 from pps.platform.storage import FileStorage
 from pps.render import AssetError, TemplateSpec
 from pps.render.assets import AssetLoader
+from pps.render.decode import DEFAULT_MAX_IMAGE_PIXELS, image_pixels_problem
 from pps.render.media import (
     ImageValue,
     choice_problem,
@@ -37,12 +38,25 @@ IMAGE_KINDS = frozenset({"png", "jpeg", "svg"})
 
 
 class UploadedImages:
-    """A template's files plus the client's uploaded images under their upload names."""
+    """A template's files plus the client's uploaded images under their upload names.
 
-    def __init__(self, storage: FileStorage, client: str, files: AssetLoader) -> None:
+    An upload with more pixels than ``max_pixels`` (``PPS_MAX_IMAGE_PIXELS``) is an
+    :class:`AssetError`, judged from its header: one accepted under a higher limit is never
+    decoded once the limit is lowered.
+    """
+
+    def __init__(
+        self,
+        storage: FileStorage,
+        client: str,
+        files: AssetLoader,
+        *,
+        max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+    ) -> None:
         self.storage = storage
         self.client = client
         self.files = files
+        self.max_pixels = max_pixels
 
     def __call__(self, name: str) -> bytes:
         identifier = upload_identifier(name)
@@ -51,6 +65,9 @@ class UploadedImages:
         for kind in sorted(IMAGE_KINDS):
             data = self.storage.read(f"uploads/{self.client}/{identifier}/file.{kind}")
             if data is not None:
+                problem = image_pixels_problem(data, self.max_pixels)
+                if problem is not None:
+                    raise AssetError(f"the uploaded image {identifier!r} {problem}")
                 return data
         raise AssetError(f"the uploaded image {identifier!r} is not among this shop's files")
 
