@@ -13,11 +13,12 @@ from conftest import ApiClient
 from flask import Flask
 from openpyxl import Workbook
 from PIL import Image
-from preflight_support import print_pdf, with_content_bomb, with_form_fan_out
+from preflight_support import encrypted, print_pdf, with_content_bomb, with_form_fan_out
 from vdata_support import multipart
 
 from pps.platform.repository.sql import SqlRepository
 from pps.render.decode import MAX_PDF_PAGES
+from pps.render.pdf_encryption import ENCRYPTED, LOCKED
 from pps.render.svg_budget import MAX_ELEMENTS, MAX_TEXT, budget_problem, parse_svg
 from pps.uploads.svg import MAX_DEPTH, SvgRefused, sanitize_svg
 
@@ -394,3 +395,16 @@ def test_pdf_of_too_many_pages_is_refused(api: ApiClient, data: bytes, words: st
 def test_pdf_of_as_many_pages_as_allowed_is_kept(api: ApiClient) -> None:
     response = upload(api, "pages.pdf", blank_pdf(MAX_PDF_PAGES))
     assert response.status_code == 201, response.get_data(as_text=True)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("user_password", "message"), [("", ENCRYPTED), ("secret", LOCKED)])
+def test_an_encrypted_pdf_is_refused_as_a_draft_upload_refuses_it(
+    api: ApiClient, repo: SqlRepository, user_password: str, message: str
+) -> None:
+    """An empty user password opens the PDF without asking, so decoding it succeeds; it is
+    still encrypted, and refused in the draft upload's words."""
+    before = snapshot(repo)
+    data = encrypted(print_pdf(1), user_password=user_password)
+    error = assert_error(upload(api, "locked.pdf", data), 422, "file")
+    assert error["errors"]["file"] == [message], error
+    assert snapshot(repo) == before

@@ -30,6 +30,7 @@ from pps.preflight.status import MIN_DPI, Finding
 from pps.render import TemplateSpec
 from pps.render.pdf import RENDER_LOCK
 from pps.render.pdf_budget import ContentBudget
+from pps.render.pdf_encryption import ENCRYPTED, LOCKED
 from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 __all__ = ["TOLERANCE_MM", "AcceptedPdf", "PdfRefused", "accept_pdf", "pdf_findings"]
@@ -64,12 +65,12 @@ def accept_pdf(data: bytes, spec: TemplateSpec) -> AcceptedPdf:
     try:
         pdf = pikepdf.open(BytesIO(data))
     except pikepdf.PasswordError:
-        raise PdfRefused(["The PDF is encrypted; upload it without a password."]) from None
+        raise PdfRefused([LOCKED]) from None
     except (pikepdf.PdfError, ValueError) as exc:
         raise PdfRefused([f"The PDF cannot be read: {exc}"]) from None
     with pdf:
         if pdf.is_encrypted:
-            raise PdfRefused(["The PDF is encrypted; upload it without encryption."])
+            raise PdfRefused([ENCRYPTED])
         too_much = _content_problems(pdf)
         if too_much:  # before the font check decompresses any of it
             raise PdfRefused(too_much)

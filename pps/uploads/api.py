@@ -41,9 +41,10 @@ def upload_file() -> Response:
 
     Multipart, the file in the part `file`. Accepted: PNG, JPEG, PDF, SVG, CSV and XLSX,
     recognised by their content (the name and Content-Type are not trusted). Images are
-    decoded completely and may have at most `PPS_MAX_IMAGE_PIXELS` pixels, PDFs must open,
-    an SVG is stored cleaned (no scripts, event handlers, styles sheets or references
-    outside the file), a CSV must be UTF-8 (or UTF-16 with a BOM), an XLSX must open.
+    decoded completely and may have at most `PPS_MAX_IMAGE_PIXELS` pixels, PDFs must open
+    and not be encrypted (even without a user password), an SVG is stored cleaned (no
+    scripts, event handlers, styles sheets or references outside the file), a CSV must
+    be UTF-8 (or UTF-16 with a BOM), an XLSX must open.
     At most `PPS_MAX_UPLOAD_BYTES` bytes (413 beyond). Answers `201` with
     `{"identifier": "..."}` without a `data` wrapper, as the PHP SDK's `File::fromArray`
     reads it. Use the identifier as `file` of `POST /api-ext/draft/{hash}/variable-data`.

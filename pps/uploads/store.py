@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pps.platform.repository.uploads import SqlUploadStore, Upload
 from pps.platform.storage import FileStorage
 from pps.render.decode import asset_problem
+from pps.render.pdf_encryption import encryption_problem
 from pps.render.vector import svg_problem
 from pps.uploads.kinds import Kind, UnknownKind, decode_text, sniff
 from pps.uploads.orientation import upright
@@ -74,6 +75,12 @@ def read_upload(storage: FileStorage, record: Upload) -> bytes:
 
 def _checked(kind: Kind, data: bytes, limits: UploadLimits) -> bytes:
     """``data`` as it will be stored (an SVG cleaned); raise :class:`UploadRefused`."""
+    if kind == "pdf":
+        # Refused as a draft's print PDF is: an empty user password opens it, and then
+        # the decoding below would accept it.
+        encrypted = encryption_problem(data)
+        if encrypted is not None:
+            raise UploadRefused(encrypted)
     if kind in ("png", "jpeg", "pdf"):
         problem = asset_problem(data, max_pixels=limits.max_pixels)
         if problem is not None:
