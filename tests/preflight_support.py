@@ -160,3 +160,48 @@ def with_content_bomb(data: bytes, megabytes: int, page: int = 0) -> bytes:
         out = io.BytesIO()
         pdf.save(out, compress_streams=True)
     return out.getvalue()
+
+
+def with_type3_text(
+    data: bytes,
+    text: bytes,
+    procedures: dict[str, bytes],
+    *,
+    differences: list[object] | None = None,
+    fan_out: int = 0,
+    page: int = 0,
+) -> bytes:
+    """``data`` with ``text`` shown on page ``page`` in a Type3 font whose glyph
+    procedures are ``procedures`` (by glyph name), codes named by ``differences`` (default:
+    the procedures in order from ``A``). With ``fan_out`` levels, the font's resources hold
+    a form ``/X`` drawing ``10 ** fan_out`` rectangles through forms, as with_form_fan_out."""
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        names = [pikepdf.Name(f"/{name}") for name in procedures]
+        font = pikepdf.Dictionary(
+            Type=pikepdf.Name.Font,
+            Subtype=pikepdf.Name.Type3,
+            FontBBox=[0, 0, 1000, 1000],
+            FontMatrix=[0.001, 0, 0, 0.001, 0, 0],
+            CharProcs=pikepdf.Dictionary(
+                {f"/{name}": pdf.make_stream(body) for name, body in procedures.items()}
+            ),
+            Encoding=pikepdf.Dictionary(
+                Type=pikepdf.Name.Encoding, Differences=differences or [65, *names]
+            ),
+            FirstChar=0,
+            LastChar=255,
+            Widths=[1000] * 256,
+        )
+        if fan_out:
+            fanned = pikepdf.open(io.BytesIO(with_form_fan_out(print_pdf(1), fan_out)))
+            drawn = fanned.pages[0].obj.Resources.XObject.PpsFanOut
+            font.Resources = pikepdf.Dictionary(
+                XObject=pikepdf.Dictionary(X=pdf.copy_foreign(drawn))
+            )
+        target = pdf.pages[page]
+        target.add_resource(pdf.make_indirect(font), pikepdf.Name.Font, pikepdf.Name("/PpsT3"))
+        shown = b"BT /PpsT3 10 Tf 10 10 Td " + bytes(pikepdf.String(text).unparse()) + b" Tj ET\n"
+        target.contents_add(pdf.make_stream(shown))
+        out = io.BytesIO()
+        pdf.save(out, compress_streams=True)
+    return out.getvalue()

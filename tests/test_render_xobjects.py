@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pikepdf
 import pytest
-from preflight_support import with_form_fan_out
+from preflight_support import with_form_fan_out, with_type3_text
 
 from pps.render import AssetError, parse_spec, render_low_res_pdf, render_png, render_print_pdf
 from pps.render.decode import asset_problem
@@ -158,7 +158,7 @@ def test_a_form_that_draws_itself_is_refused() -> None:
     drawn.write(b"/F Do")
     drawn.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(F=drawn))
     page.obj.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(F=drawn))
-    assert ContentBudget().problem(page) == "a form XObject draws itself"
+    assert ContentBudget().problem(page) == "a form XObject or Type3 glyph draws itself"
     # Listed in its own resources but not drawn: nothing is drawn twice.
     drawn.write(b"")
     assert ContentBudget().problem(page) is None
@@ -179,3 +179,59 @@ def test_a_filter_whose_output_cannot_be_bounded_is_refused_when_large() -> None
     # Up to 2,731 bytes a byte: 2,000 bytes of LZW may be 5 MB, more than the page may hold.
     assert ContentBudget(page_limit=1_000_000).problem(page) is not None
     assert ContentBudget(page_limit=10_000_000).problem(page) is None
+
+
+def budget_problem(data: bytes, page_limit: int = 1000) -> str | None:
+    with pikepdf.open(BytesIO(data)) as pdf:
+        return ContentBudget(page_limit=page_limit).problem(pdf.pages[0])
+
+
+def test_a_type3_glyph_is_counted_each_time_it_is_shown() -> None:
+    """pdfium draws a Type3 glyph's procedure anew for each glyph: 100 bytes shown 9 times
+    are 900 bytes of content, shown 10 times more than 1000."""
+    blank = one_page_pdf()
+    glyph = {"g": b"0 0 m 1 1 l f\n" * 7 + b"%" * 2}  # 100 bytes
+    assert len(glyph["g"]) == 100
+    assert budget_problem(with_type3_text(blank, b"A" * 9, glyph)) is None
+    problem = budget_problem(with_type3_text(blank, b"A" * 10, glyph))
+    assert problem is not None and "Type3 glyphs are drawn each time" in problem
+    # A code the Differences do not name counts as the font's largest procedure.
+    glyphs = {"small": b"%", "big": b"%" * 100}
+    assert budget_problem(with_type3_text(blank, b"A" * 10, glyphs)) is None
+    assert budget_problem(with_type3_text(blank, b"Z" * 10, glyphs)) is not None
+
+
+def test_forms_a_type3_glyph_draws_are_counted_per_glyph() -> None:
+    """A glyph drawing 11,111 forms (four levels of ten) shown 9 times stays within the
+    100,000 forms a page may draw; shown 10 times it does not."""
+    blank = one_page_pdf()
+    glyph = {"g": b"/X Do\n"}
+    assert budget_problem(with_type3_text(blank, b"A" * 9, glyph, fan_out=4), 10**9) is None
+    problem = budget_problem(with_type3_text(blank, b"A" * 10, glyph, fan_out=4), 10**9)
+    assert problem is not None and "form XObjects more than 100000 times" in problem
+
+
+def test_a_type3_glyph_that_shows_itself_is_refused() -> None:
+    glyph = {"g": b"BT /PpsT3 1 Tf (A) Tj ET\n"}
+    data = with_type3_text(one_page_pdf(), b"A", glyph)
+    with pikepdf.open(BytesIO(data)) as pdf:
+        font = pdf.pages[0].obj.Resources.Font.PpsT3
+        font.Resources = pikepdf.Dictionary(Font=pikepdf.Dictionary(PpsT3=font))
+        assert ContentBudget().problem(pdf.pages[0]) == "a form XObject or Type3 glyph draws itself"
+
+
+def test_a_type3_bomb_is_refused_by_the_file_check() -> None:
+    """1.3 KB: a glyph of 100 KB of path shown 20,000 times, 2 GB that pdfium drew for
+    minutes in a page preview; the upload and template checks never draw, so it passed."""
+    data = with_type3_text(
+        one_page_pdf(), b"A" * 20_000, {"g": b"0 0 m 1000 1000 l 0 1000 l f\n" * 3500}
+    )
+    problem = asset_problem(data)
+    assert problem is not None and "on page 1" in problem and "Type3 glyphs" in problem
+
+
+def one_page_pdf() -> bytes:
+    pdf, _ = one_page(b"")
+    out = BytesIO()
+    pdf.save(out)
+    return out.getvalue()

@@ -1,28 +1,34 @@
 """How much content a PDF page draws once its forms are drawn, counted before anyone draws.
 
-pdfium parses a Form XObject anew for every ``Do`` that draws it, and qpdf decompresses a
-content stream whole before tokenizing it. So two kilobytes of forms that each draw the
-next ten times make pdfium parse a million copies (gigabytes of memory, from the upload
-check on: pdfium parses a page's forms when it opens the page), and a few kilobytes of
-Flate-compressed ``0 0 m`` inflate to hundreds of megabytes. :class:`ContentBudget`
+pdfium parses a Form XObject anew for every ``Do`` that draws it, draws a Type3 glyph's
+procedure anew for every glyph shown, and qpdf decompresses a content stream whole before
+tokenizing it. So two kilobytes of forms that each draw the next ten times make pdfium
+parse a million copies (gigabytes of memory, from the upload check on: pdfium parses a
+page's forms, and the glyphs its text shows, when it opens the page), a kilobyte of text
+in a Type3 font whose glyph holds 100 KB of path draws for minutes, and a few kilobytes
+of Flate-compressed ``0 0 m`` inflate to hundreds of megabytes. :class:`ContentBudget`
 measures the decompressed content a page draws, each form counted once per ``Do`` that
-reaches it, and refuses more than :data:`MAX_CONTENT_BYTES` a page
-(:data:`MAX_DOCUMENT_CONTENT_BYTES` a document), more than :data:`MAX_FORM_DRAWS` forms
-drawn, or a form that draws itself.
+reaches it and each glyph procedure once per glyph shown (:mod:`pps.render.type3`), and
+refuses more than :data:`MAX_CONTENT_BYTES` a page (:data:`MAX_DOCUMENT_CONTENT_BYTES` a
+document), more than :data:`MAX_FORM_DRAWS` forms drawn, or a form or glyph that draws
+itself.
 
 Every stream is measured before it is decompressed: Flate (nearly every PDF) is inflated
 in chunks and counted, never held whole; other filters are decoded only when even their
-worst ratio keeps them within the limit. Each form's content is tokenized once (for its
-``Do`` operators alone) and the walk uses an explicit stack, so the check costs about one
-pass over the file's content, however often its forms are drawn.
+worst ratio keeps them within the limit. Each form's and glyph's content is tokenized once
+(for the operators that draw forms and show text) and the walk uses an explicit stack, so
+the check costs about one pass over the file's content, however often they are drawn.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Iterable
 
 import pikepdf
+
+from pps.render.type3 import Type3Font, type3_font
 
 __all__ = ["MAX_CONTENT_BYTES", "MAX_DOCUMENT_CONTENT_BYTES", "MAX_FORM_DRAWS", "ContentBudget"]
 
@@ -49,6 +55,8 @@ _RATIOS = {
 _CHUNK = 1 << 20
 _MB = 1024 * 1024
 _Key = tuple[int, int]
+#: A form or glyph procedure drawn: ``(stream, times, is a form, its resources)``.
+_Draw = tuple[pikepdf.Stream, int, bool, object]
 
 
 class _TooMuch(Exception):
@@ -92,66 +100,128 @@ class ContentBudget:
             items = list(contents)
         own = sum(self._measure(item) for item in items if isinstance(item, pikepdf.Stream))
         page_resources = page.obj.get("/Resources")
-        draws = _draws(page, page_resources) if own else []
-        # Depth first over the forms drawn, with an explicit stack: a form is finished,
-        # its cost known, once everything it draws is. Costs are (bytes, forms drawn).
+        draws = _draws(page, page_resources, page_resources) if own else []
+        # Depth first over the forms and glyphs drawn, with an explicit stack: one is
+        # finished, its cost known, once everything it draws is. Costs are (bytes, forms
+        # drawn), keyed by stream; what a stream draws is read with the resources of its
+        # first use (its own, else the page's, as pdfium reads them).
         cost: dict[_Key, tuple[int, int]] = {}
-        pending: dict[_Key, tuple[int, list[pikepdf.Stream]]] = {}
+        pending: dict[_Key, tuple[int, list[_Draw]]] = {}
         stack = list(draws)
         while stack:
-            form = stack[-1]
-            key = form.objgen
+            stream, _, _, resources = stack[-1]
+            key = stream.objgen
             if key in cost:
                 stack.pop()
                 continue
             if key not in pending:
-                size = self._measure(form)
-                inner = _draws(form, form.get("/Resources", page_resources)) if size else []
+                size = self._measure(stream)
+                inner = _draws(stream, resources, page_resources) if size else []
                 pending[key] = (size, inner)
-                if any(other.objgen in pending for other in inner):
-                    raise _TooMuch("a form XObject draws itself")
-                stack.extend(other for other in inner if other.objgen not in cost)
+                if any(other.objgen in pending for other, _, _, _ in inner):
+                    raise _TooMuch("a form XObject or Type3 glyph draws itself")
+                stack.extend(draw for draw in inner if draw[0].objgen not in cost)
                 continue
             stack.pop()
             size, inner = pending.pop(key)
-            size += sum(cost[other.objgen][0] for other in inner)
-            count = len(inner) + sum(cost[other.objgen][1] for other in inner)
-            cost[key] = (min(size, self.page_limit + 1), min(count, MAX_FORM_DRAWS + 1))
-        size = own + sum(cost[form.objgen][0] for form in draws)
-        count = len(draws) + sum(cost[form.objgen][1] for form in draws)
+            cost[key] = _total(size, inner, cost, self.page_limit)
+        size, count = _total(own, draws, cost, self.page_limit)
         if count > MAX_FORM_DRAWS:
             raise _TooMuch(
                 f"a page draws form XObjects more than {MAX_FORM_DRAWS} times, counting "
-                "the forms drawn by forms"
+                "the forms drawn by forms and by Type3 glyphs"
             )
         if size > self.page_limit:
             raise _TooMuch(
                 f"a page draws more than {self.page_limit // _MB} MB of content once its "
-                "form XObjects are drawn each time they are used"
+                "form XObjects and Type3 glyphs are drawn each time they are used"
             )
 
 
-def _draws(holder: pikepdf.Page | pikepdf.Stream, resources: object) -> list[pikepdf.Stream]:
-    """The forms the content of ``holder`` draws, once per ``Do``; names of images, of
-    nothing, or of something that is not a form draw no content and are left out."""
-    xobjects = resources.get("/XObject") if isinstance(resources, pikepdf.Dictionary) else None
-    if not isinstance(xobjects, pikepdf.Dictionary):
+def _total(
+    size: int, draws: list[_Draw], cost: dict[_Key, tuple[int, int]], page_limit: int
+) -> tuple[int, int]:
+    """``(bytes, forms drawn)`` of content of ``size`` bytes that draws ``draws``, each
+    saturating just past its limit so the sums stay small however much they multiply."""
+    count = 0
+    for stream, times, is_form, _ in draws:
+        inner_size, inner_count = cost[stream.objgen]
+        size += times * inner_size
+        count += times * (int(is_form) + inner_count)
+    return min(size, page_limit + 1), min(count, MAX_FORM_DRAWS + 1)
+
+
+#: The operators :func:`_draws` reads: forms drawn, fonts selected (a graphics state
+#: that ``q`` and ``Q`` save and restore), and text shown.
+_OPERATORS = "Do Tf q Q Tj TJ ' \""
+
+
+def _draws(
+    holder: pikepdf.Page | pikepdf.Stream, resources: object, page_resources: object
+) -> list[_Draw]:
+    """What the content of ``holder`` draws: each form once per ``Do`` and each Type3
+    glyph procedure once per glyph shown, as ``(stream, times, is a form, the resources
+    it is drawn with)``. Names of images, of nothing, or of something that is not a form
+    or a Type3 font draw no content and are left out."""
+    if not isinstance(resources, pikepdf.Dictionary):
+        return []
+    xobjects = resources.get("/XObject")
+    fonts = resources.get("/Font")
+    if not isinstance(xobjects, pikepdf.Dictionary) and not isinstance(fonts, pikepdf.Dictionary):
         return []
     try:
-        instructions = pikepdf.parse_content_stream(holder, "Do")
+        instructions = pikepdf.parse_content_stream(holder, _OPERATORS)
     except (pikepdf.PdfError, RuntimeError, ValueError):
         return []  # content that cannot be read draws nothing; the readers report it
-    forms: list[pikepdf.Stream] = []
+    drawn: dict[_Key, _Draw] = {}
+    type3: dict[str, Type3Font | None] = {}
+    current: Type3Font | None = None
+    saved: list[Type3Font | None] = []
+
+    def add(stream: pikepdf.Stream, times: int, is_form: bool, inner: object) -> None:
+        before = drawn.get(stream.objgen)
+        drawn[stream.objgen] = (stream, times + (before[1] if before else 0), is_form, inner)
+
     for instruction in instructions:
         if not isinstance(instruction, pikepdf.ContentStreamInstruction):
-            continue
-        operands = instruction.operands
-        if len(operands) != 1 or not isinstance(operands[0], pikepdf.Name):
-            continue
-        target = xobjects.get(operands[0])
-        if isinstance(target, pikepdf.Stream) and target.get("/Subtype") == "/Form":
-            forms.append(target)
-    return forms
+            continue  # an inline image
+        operands, operator = instruction.operands, str(instruction.operator)
+        if operator == "Do":
+            target = (
+                xobjects.get(operands[0])
+                if len(operands) == 1
+                and isinstance(operands[0], pikepdf.Name)
+                and isinstance(xobjects, pikepdf.Dictionary)
+                else None
+            )
+            if isinstance(target, pikepdf.Stream) and target.get("/Subtype") == "/Form":
+                add(target, 1, True, target.get("/Resources", page_resources))
+        elif operator == "Tf":
+            name = str(operands[0]) if operands and isinstance(operands[0], pikepdf.Name) else ""
+            if name not in type3:
+                font = fonts.get(name) if isinstance(fonts, pikepdf.Dictionary) and name else None
+                type3[name] = type3_font(font)
+            current = type3[name]
+        elif operator == "q":
+            saved.append(current)
+        elif operator == "Q":
+            current = saved.pop() if saved else current
+        elif current is not None:  # text shown in a Type3 font
+            inner = current.resources if current.resources is not None else page_resources
+            for stream, times in current.draws(_shown(operands)):
+                add(stream, times, False, inner)
+    return list(drawn.values())
+
+
+def _shown(operands: Iterable[object]) -> bytes:
+    """The bytes a text-showing operator's operands show (``TJ``'s strings, joined)."""
+    shown = b""
+    for operand in operands:
+        if isinstance(operand, pikepdf.String):
+            shown += bytes(operand)
+        elif isinstance(operand, pikepdf.Array):
+            shown += b"".join(bytes(item) for item in operand if isinstance(item, pikepdf.String))
+    return shown
 
 
 def _decoded_size(stream: pikepdf.Stream, budget: int) -> int | None:
