@@ -193,15 +193,36 @@ def with_type3_text(
             Widths=[1000] * 256,
         )
         if fan_out:
-            fanned = pikepdf.open(io.BytesIO(with_form_fan_out(print_pdf(1), fan_out)))
-            drawn = fanned.pages[0].obj.Resources.XObject.PpsFanOut
-            font.Resources = pikepdf.Dictionary(
-                XObject=pikepdf.Dictionary(X=pdf.copy_foreign(drawn))
-            )
+            with pikepdf.open(io.BytesIO(with_form_fan_out(print_pdf(1), fan_out))) as fanned:
+                drawn = pdf.copy_foreign(fanned.pages[0].obj.Resources.XObject.PpsFanOut)
+            font.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(X=drawn))
         target = pdf.pages[page]
         target.add_resource(pdf.make_indirect(font), pikepdf.Name.Font, pikepdf.Name("/PpsT3"))
         shown = b"BT /PpsT3 10 Tf 10 10 Td " + bytes(pikepdf.String(text).unparse()) + b" Tj ET\n"
         target.contents_add(pdf.make_stream(shown))
+        out = io.BytesIO()
+        pdf.save(out, compress_streams=True)
+    return out.getvalue()
+
+
+def with_pattern_fan_out(data: bytes, levels: int, step: float = 10, page: int = 0) -> bytes:
+    """``data`` with page ``page`` filled with a tiling pattern of ``step`` points whose
+    cell draws the form fan-out of with_form_fan_out (``10 ** levels`` rectangles)."""
+    fanned_bytes = with_form_fan_out(print_pdf(1), levels)
+    with pikepdf.open(io.BytesIO(data)) as pdf, pikepdf.open(io.BytesIO(fanned_bytes)) as fanned:
+        cell = pdf.make_stream(b"/X Do\n")
+        cell.Type, cell.PatternType, cell.PaintType, cell.TilingType = (
+            pikepdf.Name.Pattern,
+            1,
+            1,
+            1,
+        )
+        cell.BBox, cell.XStep, cell.YStep = [0, 0, step, step], step, step
+        drawn = pdf.copy_foreign(fanned.pages[0].obj.Resources.XObject.PpsFanOut)
+        cell.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(X=drawn))
+        target = pdf.pages[page]
+        target.add_resource(cell, pikepdf.Name.Pattern, pikepdf.Name("/PpsPattern"))
+        target.contents_add(pdf.make_stream(b"q /Pattern cs /PpsPattern scn 0 0 100 100 re f Q\n"))
         out = io.BytesIO()
         pdf.save(out, compress_streams=True)
     return out.getvalue()

@@ -63,8 +63,8 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     template: a real PDF, not encrypted, the template's page count, each page trim + bleed
     (or a TrimBox of the trim size with the bleed around it) within ±1 mm, every font
     embedded, form XObjects nested at most 100 levels deep and drawn at most 100,000 times
-    a page, at most 32 MB of decompressed content a page (forms and Type3 glyphs counted
-    each time they are drawn); a `422` names each problem
+    a page, at most 32 MB of decompressed content a page (forms, tiling patterns and Type3
+    glyphs counted each time they are drawn); a `422` names each problem
     under `errors.file`, and nothing changes. An accepted PDF replaces any earlier one,
     bumps the draft's version and is preflighted:
     the answer is the draft with its `preflightStatus` and `validationResults`. At most

@@ -8,16 +8,19 @@ page's forms, and the glyphs its text shows, when it opens the page), a kilobyte
 in a Type3 font whose glyph holds 100 KB of path draws for minutes, and a few kilobytes
 of Flate-compressed ``0 0 m`` inflate to hundreds of megabytes. :class:`ContentBudget`
 measures the decompressed content a page draws, each form counted once per ``Do`` that
-reaches it and each glyph procedure once per glyph shown (:mod:`pps.render.type3`), and
-refuses more than :data:`MAX_CONTENT_BYTES` a page (:data:`MAX_DOCUMENT_CONTENT_BYTES` a
-document), more than :data:`MAX_FORM_DRAWS` forms drawn, or a form or glyph that draws
-itself.
+reaches it, each tiling pattern's cell once per time it is selected (pdfium parses the
+forms a cell draws when it fills with it; the tiles it paints from one bitmap, so a step
+of 0.01 point costs no more than one of ten), and each glyph procedure once per glyph
+shown (:mod:`pps.render.type3`); it refuses more than :data:`MAX_CONTENT_BYTES` a page
+(:data:`MAX_DOCUMENT_CONTENT_BYTES` a document), more than :data:`MAX_FORM_DRAWS` forms
+drawn, or a form, pattern or glyph that draws itself.
 
 Every stream is measured before it is decompressed: Flate (nearly every PDF) is inflated
 in chunks and counted, never held whole; other filters are decoded only when even their
-worst ratio keeps them within the limit. Each form's and glyph's content is tokenized once
-(for the operators that draw forms and show text) and the walk uses an explicit stack, so
-the check costs about one pass over the file's content, however often they are drawn.
+worst ratio keeps them within the limit. The content of each form, pattern and glyph is
+tokenized once (for the operators that draw forms, select patterns and show text) and the
+walk uses an explicit stack, so the check costs about one pass over the file's content,
+however often they are drawn.
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ class ContentBudget:
                 inner = _draws(stream, resources, page_resources) if size else []
                 pending[key] = (size, inner)
                 if any(other.objgen in pending for other, _, _, _ in inner):
-                    raise _TooMuch("a form XObject or Type3 glyph draws itself")
+                    raise _TooMuch("a form XObject, tiling pattern or Type3 glyph draws itself")
                 stack.extend(draw for draw in inner if draw[0].objgen not in cost)
                 continue
             stack.pop()
@@ -129,12 +132,12 @@ class ContentBudget:
         if count > MAX_FORM_DRAWS:
             raise _TooMuch(
                 f"a page draws form XObjects more than {MAX_FORM_DRAWS} times, counting "
-                "the forms drawn by forms and by Type3 glyphs"
+                "the forms drawn by forms, tiling patterns and Type3 glyphs"
             )
         if size > self.page_limit:
             raise _TooMuch(
                 f"a page draws more than {self.page_limit // _MB} MB of content once its "
-                "form XObjects and Type3 glyphs are drawn each time they are used"
+                "form XObjects, tiling patterns and Type3 glyphs are drawn each time they are used"
             )
 
 
@@ -151,23 +154,25 @@ def _total(
     return min(size, page_limit + 1), min(count, MAX_FORM_DRAWS + 1)
 
 
-#: The operators :func:`_draws` reads: forms drawn, fonts selected (a graphics state
-#: that ``q`` and ``Q`` save and restore), and text shown.
-_OPERATORS = "Do Tf q Q Tj TJ ' \""
+#: The operators :func:`_draws` reads: forms drawn, patterns and fonts selected (fonts
+#: are graphics state that ``q`` and ``Q`` save and restore), and text shown.
+_OPERATORS = "Do scn SCN Tf q Q Tj TJ ' \""
 
 
 def _draws(
     holder: pikepdf.Page | pikepdf.Stream, resources: object, page_resources: object
 ) -> list[_Draw]:
-    """What the content of ``holder`` draws: each form once per ``Do`` and each Type3
-    glyph procedure once per glyph shown, as ``(stream, times, is a form, the resources
-    it is drawn with)``. Names of images, of nothing, or of something that is not a form
-    or a Type3 font draw no content and are left out."""
+    """What the content of ``holder`` draws: each form once per ``Do``, each tiling
+    pattern's cell once per time it is selected, and each Type3 glyph procedure once per
+    glyph shown, as ``(stream, times, is a form, the resources it is drawn with)``. Names
+    of images, of nothing, or of something that is not a form, a tiling pattern or a Type3
+    font draw no content and are left out."""
     if not isinstance(resources, pikepdf.Dictionary):
         return []
     xobjects = resources.get("/XObject")
     fonts = resources.get("/Font")
-    if not isinstance(xobjects, pikepdf.Dictionary) and not isinstance(fonts, pikepdf.Dictionary):
+    patterns = resources.get("/Pattern")
+    if not any(isinstance(named, pikepdf.Dictionary) for named in (xobjects, fonts, patterns)):
         return []
     try:
         instructions = pikepdf.parse_content_stream(holder, _OPERATORS)
@@ -196,6 +201,17 @@ def _draws(
             )
             if isinstance(target, pikepdf.Stream) and target.get("/Subtype") == "/Form":
                 add(target, 1, True, target.get("/Resources", page_resources))
+        elif operator in ("scn", "SCN"):
+            # A tiling pattern's cell is content too; pdfium parses its forms when it fills.
+            target = (
+                patterns.get(operands[-1])
+                if operands
+                and isinstance(operands[-1], pikepdf.Name)
+                and isinstance(patterns, pikepdf.Dictionary)
+                else None
+            )
+            if isinstance(target, pikepdf.Stream) and target.get("/PatternType") == 1:
+                add(target, 1, False, target.get("/Resources", page_resources))
         elif operator == "Tf":
             name = str(operands[0]) if operands and isinstance(operands[0], pikepdf.Name) else ""
             if name not in type3:
