@@ -27,6 +27,7 @@ from test_render_media import CARD_DIR, RED_CMYK, quadrants
 from test_uploads import fan_out_svg
 from vdata_support import multipart
 
+from pps.editor.throttle import UPLOADS_PER_MINUTE
 from pps.platform.models import Client, Draft, Template, User
 from pps.platform.repository.sql import SqlRepository
 from pps.templates.files import import_template, load_template_file
@@ -536,6 +537,35 @@ def test_uploads_need_the_login_and_the_csrf_token(
     assert editor_upload(client, draft, "x", quadrants()).status_code == 401
     editor(client, tenant, user, draft)
     assert editor_upload(client, draft, "wrong", quadrants()).status_code == 403
+
+
+def test_uploads_are_rate_limited_per_login(
+    client: FlaskClient, app: Flask, tenant: Client, user: User, draft: Draft
+) -> None:
+    _, token = editor(client, tenant, user, draft)
+    image = quadrants()
+    # A customer's pace goes through; a script sending image after image gets 429 with
+    # Retry-After before the file is checked or stored, as JSON for the script.
+    answers = []
+    for _ in range(3 * UPLOADS_PER_MINUTE):
+        answers.append(editor_upload(client, draft, token, image))
+        if answers[-1].status_code == 429:
+            break
+    statuses = [answer.status_code for answer in answers]
+    assert statuses[-1] == 429, statuses
+    assert len(statuses) > UPLOADS_PER_MINUTE and set(statuses[:-1]) == {200}
+    refused = answers[-1]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert refused.get_json()["success"] is False and refused.get_json()["errors"]["logo"]
+    stored = app.extensions["pps"].storage.root / "uploads"
+    assert len(list(stored.rglob("*.*"))) == len(statuses) - 1
+    # The form without JavaScript: the "busy" page, nothing saved.
+    for _ in range(3 * UPLOADS_PER_MINUTE):
+        page = editor_upload(client, draft, token, image, json_answer=False)
+        if page.status_code == 429:
+            break
+    assert page.status_code == 429 and page.mimetype == "text/html"
+    assert 'data-kind="busy"' in page.get_data(as_text=True)
 
 
 def test_a_locked_draft_takes_no_upload(

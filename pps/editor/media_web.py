@@ -27,8 +27,9 @@ from pps.editor.media import (
     media_view,
 )
 from pps.editor.model import FieldView, submitted_values
+from pps.editor.throttle import upload_wait
 from pps.files.rendering import NoUpload, TemplateNotRenderable, draft_spec
-from pps.platform.errors import NotFound
+from pps.platform.errors import NotFound, PpsError
 from pps.platform.models import Draft
 from pps.render.problems import Code, Problem
 from pps.uploads.images import IMAGE_KINDS, image_size
@@ -40,6 +41,14 @@ from pps.web.i18n import Translator
 from pps.web.page_docs import _LOCATION, PAGES, _binary, _page
 
 _MIME = {"png": "image/png", "jpeg": "image/jpeg", "svg": "image/svg+xml"}
+
+
+class UploadTooFast(PpsError):
+    status = 429
+    default_message = "Too many images uploaded in a short time; wait a moment."
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(headers={"Retry-After": str(retry_after)})
 
 
 @bp.app_template_global("editor_media")
@@ -76,6 +85,10 @@ def editor_upload(draft_hash: str) -> Response:
         # first in the form) or without a file: save it as the Save button would.
         return _save_form(ctx, key, None)
     svc = services()
+    if data:  # every upload is checked and stored for good: bounded per login
+        wait = upload_wait(svc.ephemeral, ctx.client.identifier, ctx.user)
+        if wait:
+            return _too_fast(ctx, key, wait, wants_json=wants_json)
     problem = "no file was chosen" if not data else image_kind_problem(data)
     record = None
     if problem is None:
@@ -132,6 +145,20 @@ def editor_upload(draft_hash: str) -> Response:
     return _save_form(ctx, key, value)
 
 
+def _too_fast(ctx: editor.EditorContext, key: str, wait: int, *, wants_json: bool) -> Response:
+    """``429`` with ``Retry-After``: JSON for the script (it shows ``errors.<DataKey>``
+    beside the image), the "busy" page for the form without JavaScript."""
+    refused = UploadTooFast(wait)
+    if not wants_json:
+        raise refused
+    message = ctx.t("error.busy.title")
+    response = jsonify({"message": message, "success": False, "errors": {key: [message]}})
+    response.status_code = refused.status
+    response.headers.update(refused.headers)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 def _save_form(ctx: editor.EditorContext, key: str, value: str | None) -> Response:
     """Save the whole form (its texts and choices) with the new image value, as Save does:
     the form again with 422 when a value has a problem, else back to the edit step."""
@@ -171,7 +198,8 @@ stored cleaned; more pixels than `PPS_MAX_IMAGE_PIXELS` are refused). With
 `Accept: application/json` the answer is `{key, identifier, value, width, height, vector,
 dpi, minDpi, url}` and nothing is saved (the script puts `value` into the form); without,
 the value is saved on the draft and the answer is `303` back to the edit step. A refused
-file: `422` (JSON with `errors.<DataKey>`, or an HTML page).
+file: `422` (JSON with `errors.<DataKey>`, or an HTML page). More than 20 uploads a
+minute or 120 an hour from one login: `429` with `Retry-After`, nothing stored.
 """
 
 PAGES.update(
@@ -184,7 +212,7 @@ PAGES.update(
                     "200": {"description": "JSON: the uploaded image and the value to use."},
                     "303": {"description": "Saved; back to the form.", "headers": _LOCATION},
                 },
-                (400, 401, 403, 404, 413, 422, 503),
+                (400, 401, 403, 404, 413, 422, 429, 503),
             )
         },
         "web.editor_uploaded_image": {

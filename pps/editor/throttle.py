@@ -6,7 +6,11 @@ seconds, then nothing. Two fixed windows counted in the ephemeral store (shared 
 worker and node) let such bursts through and still bound what a script can spend: a short
 window that allows a burst, and a minute that caps the sustained rate, like a token bucket
 whose size is the burst and whose refill is the per-minute rate. Each preview also counts
-against the client's ``PPS_RENDERS_PER_MINUTE``. No Flask here.
+against the client's ``PPS_RENDERS_PER_MINUTE``.
+
+Uploads from the editor are counted the same way (:func:`upload_wait`): each one is decoded
+to be checked and then stored for good, so a login may place images as fast as a person
+picks files, not as fast as a script sends them. No Flask here.
 """
 
 from __future__ import annotations
@@ -17,7 +21,16 @@ from dataclasses import dataclass
 
 from pps.platform.ephemeral import EphemeralStore
 
-__all__ = ["BURST", "BURST_SECONDS", "PER_MINUTE", "PreviewLimit", "preview_wait"]
+__all__ = [
+    "BURST",
+    "BURST_SECONDS",
+    "PER_MINUTE",
+    "UPLOADS_PER_HOUR",
+    "UPLOADS_PER_MINUTE",
+    "PreviewLimit",
+    "preview_wait",
+    "upload_wait",
+]
 
 #: Previews per login within :data:`BURST_SECONDS` (all its drafts and pages together).
 BURST = 24
@@ -25,6 +38,10 @@ BURST_SECONDS = 2
 #: Previews per login per minute: five a second on average, far above what typing needs
 #: once the burst is spent, and a small share of a worker.
 PER_MINUTE = 300
+#: Image uploads per login (all its drafts together) per minute and per hour: a customer
+#: places a few images and tries a few more; a template with many image boxes still fits.
+UPLOADS_PER_MINUTE = 20
+UPLOADS_PER_HOUR = 120
 
 
 @dataclass(frozen=True)
@@ -53,4 +70,21 @@ def preview_wait(
     minute = int(now // 60)
     if store.count(f"pps:preview:{client}:{user}:m{minute}", 120) > limit.per_minute:
         return max(1, 60 - int(now % 60))
+    return 0
+
+
+def upload_wait(
+    store: EphemeralStore, client: str, user: str, clock: Callable[[], float] = time.time
+) -> int:
+    """Count one upload of ``user``; 0 when it may be stored, else seconds to wait.
+
+    The hour is counted only when the minute allows the upload, as in :func:`preview_wait`.
+    """
+    now = clock()
+    minute = int(now // 60)
+    if store.count(f"pps:upload:{client}:{user}:m{minute}", 120) > UPLOADS_PER_MINUTE:
+        return max(1, 60 - int(now % 60))
+    hour = int(now // 3600)
+    if store.count(f"pps:upload:{client}:{user}:h{hour}", 7200) > UPLOADS_PER_HOUR:
+        return max(1, 3600 - int(now % 3600))
     return 0
