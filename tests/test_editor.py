@@ -23,7 +23,7 @@ from joserfc import jwt
 from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
 
-from pps.editor.throttle import BURST, BURST_SECONDS
+from pps.editor.throttle import BURST, BURST_SECONDS, FORM_SAVE_BURST, FORM_SAVES_PER_MINUTE
 from pps.files.keys import draft_file_key
 from pps.platform.models import Client, Draft, User
 from pps.platform.repository.sql import SqlRepository
@@ -925,6 +925,28 @@ def test_live_preview_is_rate_limited(
     assert len(statuses) > BURST
     assert set(statuses[:-1]) == {422}
     assert 1 <= int(answers[-1].headers["Retry-After"]) <= BURST_SECONDS
+
+
+def test_form_saves_are_rate_limited_per_login(
+    client: FlaskClient, repo: SqlRepository, tenant: Client, user: User, draft: Draft
+) -> None:
+    log_in(client, tenant, user)
+    _, token = open_editor(client, edit_url(draft))
+    # Saves and finishes share the limit; past it 429 and nothing is written.
+    answers = []
+    for index in range(FORM_SAVES_PER_MINUTE + 10):
+        url = edit_url(draft) if index % 2 else f"/editor/{draft.draft_hash}/finish"
+        version = stored(repo, tenant, draft).version
+        answers.append(client.post(url, data=form(token, headline=f"Save {index}")))
+        if answers[-1].status_code == 429:
+            break
+    statuses = [answer.status_code for answer in answers]
+    assert statuses[-1] == 429, statuses
+    assert len(statuses) > FORM_SAVE_BURST and set(statuses[:-1]) == {303}
+    assert stored(repo, tenant, draft).version == version  # the refused one wrote nothing
+    refused = answers[-1]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60 and refused.mimetype == "text/html"
+    assert 'data-kind="busy"' in refused.get_data(as_text=True)
 
 
 def test_live_preview_refuses_oversized_input(

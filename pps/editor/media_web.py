@@ -169,6 +169,8 @@ def _save_form(ctx: editor.EditorContext, key: str, value: str | None) -> Respon
     errors = editor._problems(ctx, values)
     if errors:
         return editor._page(ctx, "edit", values=values, errors=errors, status=422)
+    if value is None:  # an upload counted already (upload_wait)
+        editor.count_form_save(ctx)
     draft = editor._save(ctx, submitted, state="edited")
     editor._notify(draft.draft_hash, "form.saved")
     return editor._see_other(editor._step_url(draft.draft_hash, "edit"))

@@ -10,7 +10,9 @@ against the client's ``PPS_RENDERS_PER_MINUTE``.
 
 Uploads from the editor are counted the same way (:func:`upload_wait`): each one is decoded
 to be checked and then stored for good, so a login may place images as fast as a person
-picks files, not as fast as a script sends them. No Flask here.
+picks files, not as fast as a script sends them. Saves through the form
+(:func:`form_save_wait`) are bounded as the script's autosaves are: each writes a
+version, runs preflight, asks the shop's remote ACL and notifies its webhooks. No Flask here.
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ from pps.platform.ephemeral import EphemeralStore
 __all__ = [
     "BURST",
     "BURST_SECONDS",
+    "FORM_SAVES",
+    "FORM_SAVES_PER_MINUTE",
+    "FORM_SAVE_BURST",
     "PER_MINUTE",
     "UPLOADS_PER_HOUR",
     "UPLOADS_PER_MINUTE",
     "PreviewLimit",
+    "form_save_wait",
     "preview_wait",
     "upload_wait",
 ]
@@ -42,6 +48,10 @@ PER_MINUTE = 300
 #: places a few images and tries a few more; a template with many image boxes still fits.
 UPLOADS_PER_MINUTE = 20
 UPLOADS_PER_HOUR = 120
+#: Saves and finishes through the form per login: a burst (a shop's script calling the
+#: bridge's ``save()`` after each of a few updates) and a ceiling per minute.
+FORM_SAVE_BURST = 10
+FORM_SAVES_PER_MINUTE = 120
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,10 @@ class PreviewLimit:
     per_minute: int = PER_MINUTE
 
 
+#: The form's saves and finishes, counted like previews.
+FORM_SAVES = PreviewLimit(burst=FORM_SAVE_BURST, per_minute=FORM_SAVES_PER_MINUTE)
+
+
 def preview_wait(
     store: EphemeralStore,
     client: str,
@@ -58,17 +72,29 @@ def preview_wait(
     limit: PreviewLimit = PreviewLimit(),
     clock: Callable[[], float] = time.time,
 ) -> int:
-    """Count one preview of ``user``; 0 when it may render, else seconds to wait.
+    """Count one preview of ``user``; 0 when it may render, else seconds to wait."""
+    return _wait(store, f"pps:preview:{client}:{user}", limit, clock())
+
+
+def form_save_wait(
+    store: EphemeralStore, client: str, user: str, clock: Callable[[], float] = time.time
+) -> int:
+    """Count one save of ``user`` through the form; 0 when it may be made, else seconds to
+    wait."""
+    return _wait(store, f"pps:formsave:{client}:{user}", FORM_SAVES, clock())
+
+
+def _wait(store: EphemeralStore, prefix: str, limit: PreviewLimit, now: float) -> int:
+    """The burst window, then the minute, counted under ``prefix``.
 
     The minute is counted first only when the burst allows the request, so requests refused
     by the burst do not use up the minute.
     """
-    now = clock()
     short = int(now // limit.burst_seconds)
-    if store.count(f"pps:preview:{client}:{user}:b{short}", 2 * limit.burst_seconds) > limit.burst:
+    if store.count(f"{prefix}:b{short}", 2 * limit.burst_seconds) > limit.burst:
         return max(1, limit.burst_seconds - int(now % limit.burst_seconds))
     minute = int(now // 60)
-    if store.count(f"pps:preview:{client}:{user}:m{minute}", 120) > limit.per_minute:
+    if store.count(f"{prefix}:m{minute}", 120) > limit.per_minute:
         return max(1, 60 - int(now % 60))
     return 0
 

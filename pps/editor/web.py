@@ -66,7 +66,7 @@ from pps.editor.model import (
     resolve_exits,
     submitted_values,
 )
-from pps.editor.throttle import PreviewLimit, preview_wait
+from pps.editor.throttle import PreviewLimit, form_save_wait, preview_wait
 from pps.files.render_limits import render_budget
 from pps.files.rendering import (
     NoUpload,
@@ -186,6 +186,14 @@ class PreviewTooFast(PpsError):
     default_message = "Too many preview requests; wait a moment."
 
     def __init__(self, retry_after: int = 1) -> None:
+        super().__init__(headers={"Retry-After": str(retry_after)})
+
+
+class SaveTooFast(PpsError):
+    status = 429
+    default_message = "Too many saves in a short time; wait a moment and save again."
+
+    def __init__(self, retry_after: int) -> None:
         super().__init__(headers={"Retry-After": str(retry_after)})
 
 
@@ -502,10 +510,19 @@ def _save_form(
     errors = _problems(ctx, values)
     if errors:
         return _page(ctx, "edit", values=values, errors=errors, status=422)
+    count_form_save(ctx)  # what is written counts: a refused form writes nothing
     try:
         return ctx, _save(ctx, submitted, state=state, base=base, approved=approved)
     except VersionConflict:  # changed between the check above and the write
         return _conflict_page(_load(draft_hash), submitted)
+
+
+def count_form_save(ctx: EditorContext) -> None:
+    """Count a save through the form against the login's limit; ``429`` past it, with
+    nothing written."""
+    wait = form_save_wait(services().ephemeral, ctx.client.identifier, ctx.user)
+    if wait:
+        raise SaveTooFast(wait)
 
 
 def proof_required(client: str) -> bool:
