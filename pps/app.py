@@ -31,12 +31,16 @@ def register_settings(app: Flask, settings: Settings) -> None:
     from pps.web.request_body import LimitedRequest
     from pps.web.routing import PpsRule
 
-    # A cookie that survives the shop's cross-site <iframe> where browsers allow one.
+    # A cookie that survives the shop's cross-site <iframe> where browsers allow one, named
+    # __Host-... whenever it is Secure, so that no sibling subdomain can plant it: the
+    # prefix needs Path=/ and no Domain, set here rather than left to APPLICATION_ROOT.
     cookie = cookie_policy(settings.base_url)
     app.config.update(
         SECRET_KEY=settings.secret_key,
         MAX_CONTENT_LENGTH=settings.max_body_bytes,
-        SESSION_COOKIE_NAME="pps_session",
+        SESSION_COOKIE_NAME=cookie.name,
+        SESSION_COOKIE_PATH="/",
+        SESSION_COOKIE_DOMAIN=None,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE=cookie.samesite,
         SESSION_COOKIE_SECURE=cookie.secure,

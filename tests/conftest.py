@@ -26,10 +26,19 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
+from pps.editor.embed import cookie_policy
 from pps.platform.models import Client, User
 from pps.platform.repository.sql import SqlRepository, upgrade_database
 
 TEST_SECRET_KEY = "test-secret-key-0123456789abcdef"
+#: The ``app`` fixture's PPS_BASE_URL (a loopback host: a secure context for browsers).
+TEST_BASE_URL = "http://localhost"
+
+
+def session_cookie_name(base_url: str = TEST_BASE_URL) -> str:
+    """The session cookie's name for an app at ``base_url``, as pps decides it
+    (``__Host-pps_session`` wherever the cookie is Secure): tests never spell it."""
+    return cookie_policy(base_url).name
 
 
 def missing_service(reason: str) -> NoReturn:
@@ -188,7 +197,7 @@ def app_config(tmp_path: Path, database_url: str, redis_url: str) -> dict[str, A
         "database_url": database_url,
         "redis_url": redis_url,
         "secret_key": TEST_SECRET_KEY,
-        "base_url": "http://localhost",
+        "base_url": TEST_BASE_URL,
         "client_cache_ttl": 0.0,
         # Test receivers of state-change notifications listen on 127.0.0.1.
         "notify_allow_private": True,

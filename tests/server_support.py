@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import TEST_SECRET_KEY, free_port, wait_for_port
+from conftest import TEST_SECRET_KEY, free_port, session_cookie_name, wait_for_port
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
@@ -155,7 +155,7 @@ def follow_handoff(
     location = reply.header("Location") or ""
     assert location.startswith(editor_url), (location, editor_url)
     assert re.fullmatch(r"[?&]handoff=[A-Za-z0-9_-]{43}", location[len(editor_url) :]), location
-    assert "pps_session" not in str(reply.headers.get_all("Set-Cookie") or [])
+    assert session_cookie_name(base_url) not in str(reply.headers.get_all("Set-Cookie") or [])
     exchanged = call("GET", local_path(location, base_url))
     assert exchanged.status == 303, exchanged.body
     assert exchanged.header("Location") == local_path(editor_url, base_url)

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 from api_support import make_draft
-from conftest import complete_login
+from conftest import complete_login, session_cookie_name
 from flask import Flask
 from flask.testing import FlaskClient
 from joserfc import jwt
@@ -130,7 +130,7 @@ def assert_error_page(response: Any, status: int) -> str:
     body: str = response.get_data(as_text=True)
     request_id = response.headers["X-Request-ID"]
     assert request_id and request_id in body
-    assert "pps_session" not in set_cookie(response)
+    assert session_cookie_name() not in set_cookie(response)
     return body
 
 
@@ -162,7 +162,7 @@ def test_login_hands_off_to_the_editor_which_sets_the_session(
     code = handoff_code(response.headers["Location"], redirect)
     assert response.headers["Cache-Control"] == "no-store"
     assert response.headers["Referrer-Policy"] == "no-referrer"
-    assert "pps_session" not in set_cookie(response)  # the editor sets it, on its origin
+    assert session_cookie_name() not in set_cookie(response)  # the editor sets it, on its origin
 
     exchanged = client.get(f"{editor}&handoff={code}")
     assert exchanged.status_code == 303
@@ -170,7 +170,7 @@ def test_login_hands_off_to_the_editor_which_sets_the_session(
     assert exchanged.headers["Cache-Control"] == "no-store"
     assert exchanged.headers["Referrer-Policy"] == "no-referrer"
     cookie = set_cookie(exchanged)
-    assert "pps_session=" in cookie
+    assert f"{session_cookie_name()}=" in cookie
     assert "HttpOnly" in cookie
     # http://localhost is a secure context for browsers: the cookie a shop's frame keeps.
     assert "SameSite=None" in cookie
@@ -216,7 +216,7 @@ def test_without_redirect_a_landing_page_says_logged_in(
     response = client.get("/auth", query_string={"jwt": token})
     assert response.status_code == 200
     assert "logged in" in response.get_data(as_text=True)
-    assert "pps_session=" in set_cookie(response)
+    assert f"{session_cookie_name()}=" in set_cookie(response)
     assert response.headers["Cache-Control"] == "no-store"
     assert "default-src 'self'" in response.headers["Content-Security-Policy"]
 
@@ -263,7 +263,7 @@ def test_a_login_ends_after_its_lifetime_however_busy_the_session(
         sess["login_at"] = int(time.time() - lifetime - 60)
     refused = browser.get(editor)
     assert refused.status_code == 401 and refused.mimetype == "text/html"
-    assert "pps_session=" in set_cookie(refused)  # signed afresh, and still refused
+    assert f"{session_cookie_name()}=" in set_cookie(refused)  # signed afresh, and still refused
 
     with browser.session_transaction("/editor/") as sess:
         del sess["login_at"]
@@ -533,7 +533,7 @@ def test_head_probe_does_not_use_up_the_login(
     probe = client.head("/auth", query_string={"jwt": token})
     assert probe.status_code == 405
     assert probe.headers["Allow"] == "GET, OPTIONS"
-    assert "pps_session" not in set_cookie(probe)
+    assert session_cookie_name() not in set_cookie(probe)
     # Nor does any answer of /auth advertise HEAD.
     assert sorted(client.options("/auth").headers["Allow"].split(", ")) == ["GET", "OPTIONS"]
     assert client.post("/auth").headers["Allow"] == "GET, OPTIONS"
@@ -559,7 +559,7 @@ def session_cookie(app: Flask, response: Any) -> tuple[dict[str, Any], dict[str,
     assert len(cookies) == 1, cookies
     # http.cookies learns the Partitioned attribute only in Python 3.14.
     partitioned = "; Partitioned" in cookies[0]
-    morsel = SimpleCookie(cookies[0].replace("; Partitioned", ""))["pps_session"]
+    morsel = SimpleCookie(cookies[0].replace("; Partitioned", ""))[session_cookie_name()]
     interface = app.session_interface
     assert isinstance(interface, PpsSessionInterface)
     serializer = interface.get_signing_serializer(app)
@@ -681,7 +681,7 @@ def test_post_is_405_and_leaves_the_token_unused(
     token = login_token(tenant, user, redirect=f"/editor/{draft_hash}/edit")
     refused = client.post("/auth", query_string={"jwt": token})
     assert refused.status_code == 405
-    assert "pps_session" not in set_cookie(refused)
+    assert session_cookie_name() not in set_cookie(refused)
     assert client.get("/auth", query_string={"jwt": token}).status_code == 302
 
 
@@ -696,7 +696,7 @@ def shop_calls_auth(app: Flask, tenant: Client, user: User, draft_hash: str) -> 
     response = shop_server.get(
         "/auth", query_string={"jwt": login_token(tenant, user, redirect=redirect)}
     )
-    assert response.status_code == 302 and "pps_session" not in set_cookie(response)
+    assert response.status_code == 302 and session_cookie_name() not in set_cookie(response)
     handoff_code(response.headers["Location"], redirect)
     return str(response.headers["Location"])
 
@@ -709,7 +709,7 @@ def test_a_browser_that_never_saw_the_login_opens_the_editor_with_its_location(
     exchanged = framed.get(location)
     assert exchanged.status_code == 303
     assert exchanged.headers["Location"] == f"/editor/{draft_hash}/edit?locale=de"
-    assert "pps_session=" in set_cookie(exchanged)
+    assert f"{session_cookie_name()}=" in set_cookie(exchanged)
     page = framed.get(exchanged.headers["Location"])
     assert page.status_code == 200 and 'value="Ada Lovelace"' in page.get_data(as_text=True)
 
@@ -828,5 +828,5 @@ def test_the_exchange_fails_closed_when_the_store_is_down(
     location = shop_calls_auth(app, tenant, user, draft_hash)
     down = app_without_redis.test_client().get(location)
     assert down.status_code == 503 and "Retry-After" in down.headers
-    assert "pps_session" not in set_cookie(down)
+    assert session_cookie_name() not in set_cookie(down)
     assert app.test_client().get(location).status_code == 303  # the code was not used up

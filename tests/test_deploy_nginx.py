@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port, missing_service, wait_for_port
+from conftest import free_port, missing_service, session_cookie_name, wait_for_port
 from PIL import Image
 from server_support import (
     ROOT,
@@ -377,12 +377,14 @@ def shop(deployment: Deployment, tmp_path_factory: pytest.TempPathFactory) -> Sh
     return set_up_shop(deployment, tmp_path_factory.mktemp("nginx-template"))
 
 
-def session_cookie(reply: Reply) -> Any:
+def session_cookie(reply: Reply, base_url: str) -> Any:
+    """The session cookie a login through ``base_url`` set (its name follows the URL)."""
     cookies = SimpleCookie()
     for raw in reply.headers.get_all("Set-Cookie") or []:
         cookies.load(raw.replace("; Partitioned", ""))  # http.cookies knows it from 3.14
-    assert "pps_session" in cookies, reply.headers
-    return cookies["pps_session"]
+    name = session_cookie_name(base_url)
+    assert name in cookies, reply.headers
+    return cookies[name]
 
 
 def file_link(shop: Shop) -> str:
@@ -503,7 +505,7 @@ def test_login_through_nginx_works_once(shop: Shop) -> None:
     reply = shop.auth(token)
     assert reply.status == 302, reply.body
     exchanged = follow_handoff(shop.server.call, reply, shop.editor_url(), shop.server.base_url)
-    cookie = session_cookie(exchanged)
+    cookie = session_cookie(exchanged, shop.server.base_url)
     # PPS_BASE_URL is http://127.0.0.1: a loopback host, a secure context for browsers, so
     # the cookie a shop's frame keeps (docs/embedding.md).
     assert cookie["secure"]
@@ -512,7 +514,7 @@ def test_login_through_nginx_works_once(shop: Shop) -> None:
     editor = shop.server.call(
         "GET",
         local_path(shop.editor_url(), shop.server.base_url),
-        headers={"Cookie": f"pps_session={cookie.value}"},
+        headers={"Cookie": f"{cookie.key}={cookie.value}"},
     )
     assert editor.status == 200, editor.body
 
@@ -669,7 +671,7 @@ def test_header_over_the_limit_is_a_json_431(shop: Shop) -> None:
     too_long = "h" * header_buffer(SHIPPED)
     reply = shop.api("GET", f"/api-ext/template/{shop.template}", X_Shop_Context=too_long)
     assert_json_error(reply, 431)
-    reply = shop.api("GET", "/api-ext/client", Cookie=f"pps_session={too_long}")
+    reply = shop.api("GET", "/api-ext/client", Cookie=f"{session_cookie_name()}={too_long}")
     assert_json_error(reply, 431)
 
 
@@ -863,14 +865,17 @@ def test_https_base_url_behind_nginx_tls_gives_secure_cookies(
     exchanged = follow_handoff(
         tls_deployment.call_tls, reply, shop.editor_url(), shop.server.base_url
     )
-    cookie = session_cookie(exchanged)
+    cookie = session_cookie(exchanged, shop.server.base_url)
     assert cookie["secure"]
     assert cookie["httponly"]
+    # __Host-: only a cookie of pps's own host, never one a sibling subdomain planted.
+    assert cookie.key.startswith("__Host-")
+    assert cookie["path"] == "/" and not cookie["domain"]
 
     editor = tls_deployment.call_tls(
         "GET",
         local_path(shop.editor_url(), shop.server.base_url),
-        headers={"Cookie": f"pps_session={cookie.value}"},
+        headers={"Cookie": f"{cookie.key}={cookie.value}"},
     )
     assert editor.status == 200, editor.body
 

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
-from conftest import free_port
+from conftest import free_port, session_cookie_name
 from server_support import (
     GUNICORN_CONF,
     ROOT,
@@ -248,8 +248,9 @@ def test_login_redirects_to_the_editor_once(shop: Shop, variant: str) -> None:
     cookies = SimpleCookie()
     for raw in exchanged.headers.get_all("Set-Cookie") or []:
         cookies.load(raw.replace("; Partitioned", ""))  # http.cookies knows it from 3.14
-    assert "pps_session" in cookies, exchanged.headers
-    cookie = f"pps_session={cookies['pps_session'].value}"
+    name = session_cookie_name(shop.server.base_url)
+    assert name in cookies, exchanged.headers
+    cookie = f"{name}={cookies[name].value}"
 
     editor = shop.server.call(
         "GET", local_path(shop.editor_url(), shop.server.base_url), headers={"Cookie": cookie}

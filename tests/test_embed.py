@@ -13,12 +13,15 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from conftest import session_cookie_name
 from flask import Flask
 from flask.testing import FlaskClient
 from test_editor import log_in, make_draft, sign
 
 from app import create_app
 from pps.editor.embed import (
+    COOKIE_NAME,
+    HOST_COOKIE_NAME,
     STEPS,
     cookie_policy,
     frame_ancestors,
@@ -130,14 +133,23 @@ def test_origins_are_vetted_before_they_reach_the_header() -> None:
 # -- the session cookie --------------------------------------------------------------------
 
 
+SECURE = ["SameSite=None", "Secure", "Partitioned", "Path=/"]
+
+
 @pytest.mark.parametrize(
-    ("base_url", "attributes", "absent"),
+    ("base_url", "name", "attributes", "absent"),
     [
-        ("https://pps.example", ["SameSite=None", "Secure", "Partitioned"], ["SameSite=Lax"]),
+        ("https://pps.example", HOST_COOKIE_NAME, SECURE, ["SameSite=Lax"]),
         # Loopback over http is a secure context for browsers: the development set-up.
-        ("http://127.0.0.1:8000", ["SameSite=None", "Secure", "Partitioned"], []),
-        # Plain http elsewhere: no cookie survives a cross-site frame; Lax, top-level only.
-        ("http://pps.internal", ["SameSite=Lax"], ["Secure", "Partitioned", "SameSite=None"]),
+        ("http://127.0.0.1:8000", HOST_COOKIE_NAME, SECURE, []),
+        # Plain http elsewhere: no cookie survives a cross-site frame; Lax, top-level only,
+        # and no __Host- prefix (browsers refuse it without Secure).
+        (
+            "http://pps.internal",
+            COOKIE_NAME,
+            ["SameSite=Lax", "Path=/"],
+            ["Secure", "Partitioned", "SameSite=None"],
+        ),
     ],
 )
 def test_session_cookie_attributes_follow_the_base_url(
@@ -146,28 +158,80 @@ def test_session_cookie_attributes_follow_the_base_url(
     shop_user: User,
     shop_draft: Draft,
     base_url: str,
+    name: str,
     attributes: list[str],
     absent: list[str],
 ) -> None:
+    assert session_cookie_name(base_url) == name
     with app_for(app_config, base_url) as app:
         browser = app.test_client()
-        location = login_answer(browser, shop, shop_user, shop_draft).headers["Location"]
-        # The editor exchanges the login handoff in the Location for the session cookie.
-        exchanged = browser.get(location.removeprefix(base_url))
-        assert exchanged.status_code == 303
-        cookie = next(
-            value
-            for value in exchanged.headers.getlist("Set-Cookie")
-            if value.startswith("pps_session=")
-        )
+        exchanged = exchange_login(browser, base_url, shop, shop_user, shop_draft)
+        cookies = exchanged.headers.getlist("Set-Cookie")
+        assert len(cookies) == 1 and cookies[0].startswith(f"{name}="), cookies
         # That cookie opens the editor.
         assert browser.get(f"/editor/{shop_draft.draft_hash}/embed").status_code == 200
-        parts = [part.strip() for part in cookie.split(";")]
+        parts = [part.strip() for part in cookies[0].split(";")]
         for attribute in attributes:
-            assert attribute in parts, cookie
+            assert attribute in parts, cookies
         for attribute in absent:
-            assert attribute not in parts, cookie
+            assert attribute not in parts, cookies
         assert "HttpOnly" in parts
+        # Host-only: a Domain would share it with every subdomain (and void __Host-).
+        assert not any(part.lower().startswith("domain=") for part in parts), cookies
+
+
+@pytest.mark.parametrize("base_url", ["https://pps.example", "http://127.0.0.1:8000"])
+def test_a_session_cookie_tossed_from_a_sibling_subdomain_is_ignored(
+    app_config: dict[str, Any],
+    repo: SqlRepository,
+    shop: Client,
+    shop_user: User,
+    shop_draft: Draft,
+    base_url: str,
+) -> None:
+    """A page on another subdomain of the site sets ``pps_session=<its own login>;
+    Domain=.example; Path=/editor``: the victim's browser sends it before (longer path) the
+    victim's own cookie. pps reads only its ``__Host-`` cookie, which no other host can set."""
+    attacker = repo.create_user(shop.identifier, {})
+    attackers_draft = make_draft(repo, shop, attacker)
+    with app_for(app_config, base_url) as app:
+        planted = session_value(
+            exchange_login(app.test_client(), base_url, shop, attacker, attackers_draft)
+        )
+        own = session_value(
+            exchange_login(app.test_client(), base_url, shop, shop_user, shop_draft)
+        )
+        victim = app.test_client(use_cookies=False)
+        both = {"Cookie": f"{COOKIE_NAME}={planted[1]}; {own[0]}={own[1]}"}
+        # The victim edits as the victim: the own draft opens, the attacker's does not.
+        mine = victim.get(f"/editor/{shop_draft.draft_hash}/edit", headers=both)
+        assert mine.status_code == 200, mine.get_data(as_text=True)
+        theirs = victim.get(f"/editor/{attackers_draft.draft_hash}/edit", headers=both)
+        assert theirs.status_code == 401
+        # The planted cookie alone logs nobody in.
+        alone = {"Cookie": f"{COOKIE_NAME}={planted[1]}"}
+        assert (
+            victim.get(f"/editor/{attackers_draft.draft_hash}/edit", headers=alone).status_code
+            == 401
+        )
+
+
+def exchange_login(
+    browser: FlaskClient, base_url: str, tenant: Client, user: User, draft: Draft
+) -> Any:
+    """The editor's answer to the login handoff in /auth's Location: the session cookie."""
+    location = login_answer(browser, tenant, user, draft).headers["Location"]
+    exchanged = browser.get(location.removeprefix(base_url))
+    assert exchanged.status_code == 303
+    return exchanged
+
+
+def session_value(response: Any) -> tuple[str, str]:
+    """(name, value) of the one cookie ``response`` sets."""
+    cookies = response.headers.getlist("Set-Cookie")
+    assert len(cookies) == 1, cookies
+    name, _, rest = cookies[0].partition("=")
+    return name, rest.split(";", 1)[0]
 
 
 @contextmanager
@@ -218,7 +282,7 @@ def test_an_api_key_in_the_editor_url_is_refused_with_the_safe_way(
     assert "This editor link contains an API key" in page
     assert "/auth?jwt=" in html_lib.unescape(page)
     assert shop.api_key not in page  # never echoed back
-    assert "pps_session" not in "".join(response.headers.getlist("Set-Cookie"))
+    assert session_cookie_name() not in "".join(response.headers.getlist("Set-Cookie"))
 
 
 def test_the_api_token_page_speaks_german(client: FlaskClient, shop_draft: Draft) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from conftest import session_cookie_name
 from fault_support import (
     Answer,
     PostgresCluster,
@@ -75,7 +76,7 @@ def assert_unavailable(answer: Answer, *, html: bool = False) -> None:
     assert answer.seconds < BOUND, answer.seconds
     retry_after = answer.header("Retry-After")
     assert retry_after is not None and int(retry_after) > 0
-    assert "pps_session" not in (answer.header("Set-Cookie") or "")
+    assert session_cookie_name() not in (answer.header("Set-Cookie") or "")
     content_type = answer.header("Content-Type") or ""
     if html:
         assert content_type.startswith("text/html"), content_type

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import session_cookie_name
 from fault_support import Answer, RedisProcess, Service, serving
 
 from pps.platform.repository.sql import upgrade_database
@@ -49,7 +50,7 @@ def assert_unavailable(answer: Answer, *, html: bool = False) -> None:
     assert answer.seconds < BOUND, answer.seconds
     retry_after = answer.header("Retry-After")
     assert retry_after is not None and int(retry_after) > 0
-    assert "pps_session" not in (answer.header("Set-Cookie") or "")
+    assert session_cookie_name() not in (answer.header("Set-Cookie") or "")
     assert answer.header("Location") is None
     content_type = answer.header("Content-Type") or ""
     if html:
@@ -65,7 +66,7 @@ def assert_working(service: Service) -> str:
     """Everything that needs Redis works; returns a fresh file link's path."""
     login = service.auth()
     assert login.status == 302, login.body[:300]
-    assert "pps_session" in (login.header("Set-Cookie") or "")
+    assert session_cookie_name() in (login.header("Set-Cookie") or "")
     issued = service.file()
     assert issued.status == 302, issued.body[:300]
     link = issued.header("Location") or ""

@@ -13,7 +13,7 @@ from typing import Any
 
 import api_support
 import pytest
-from conftest import complete_login
+from conftest import complete_login, session_cookie_name
 from flask import Flask, Response, request
 from flask.testing import FlaskClient
 from test_files import PDF, SPEC, magento_claims, put_draft_file, sign
@@ -182,7 +182,7 @@ def test_api_and_file_routes_never_read_or_set_the_session(
     login = client.get("/auth", query_string=login_link(tenant, user, draft))
     assert complete_login(client, login).status_code == 303  # the handoff sets the session
     editor = client.get(f"/editor/{draft.draft_hash}/edit")
-    assert editor.status_code == 200 and "pps_session=" in editor.headers["Set-Cookie"]
+    assert editor.status_code == 200 and f"{session_cookie_name()}=" in editor.headers["Set-Cookie"]
 
     put_draft_file(app, draft, "print", PDF)
     path = f"/api-ext/files/draft/{draft.draft_hash}/print"

@@ -19,6 +19,12 @@ turn these answers into headers).
   host no cookie survives a cross-site frame, so pps keeps ``SameSite=Lax`` there: the
   editor works top-level and framed by its own site only (develop on a loopback host or
   serve https).
+* **The cookie's name.** A Secure cookie is named ``__Host-pps_session``: browsers accept a
+  ``__Host-`` cookie only with ``Secure``, ``Path=/`` and no ``Domain``, so a page on a
+  sibling subdomain cannot plant one for pps's host (cookie tossing: a
+  ``pps_session=<its own login>; Domain=.example.com`` cookie would otherwise be read as
+  the customer's session). Only where the cookie cannot be Secure (plain http on a
+  non-loopback host, development only) is it plain ``pps_session``.
 * **API keys in URLs.** ``?api_token=`` on an editor URL is refused: a key in a browser
   URL ends up in history, logs and ``Referer`` headers. The shop's server calls ``/auth``
   instead and frames the ``Location`` it gets.
@@ -34,8 +40,10 @@ from urllib.parse import urlsplit
 __all__ = [
     "API_TOKEN_PARAMS",
     "CLIENT_MODULE",
+    "COOKIE_NAME",
     "DEFAULT_STEP",
     "FRAMED_STEPS",
+    "HOST_COOKIE_NAME",
     "STEPS",
     "CookiePolicy",
     "cookie_policy",
@@ -55,6 +63,12 @@ API_TOKEN_PARAMS = ("api_token", "apiToken")
 
 #: The ES module shops import (``/static/<this>``), with ``Connector`` and ``Events``.
 CLIENT_MODULE = "pps-editor-client.js"
+
+#: The session cookie where it cannot be Secure (plain http on a non-loopback host).
+COOKIE_NAME = "pps_session"
+#: The session cookie wherever it is Secure: the ``__Host-`` prefix keeps sibling
+#: subdomains from planting it.
+HOST_COOKIE_NAME = f"__Host-{COOKIE_NAME}"
 
 _LOOPBACK_NAMES = frozenset({"localhost"})
 
@@ -109,11 +123,17 @@ def _origin(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class CookiePolicy:
-    """The session cookie's attributes (Flask's ``SESSION_COOKIE_*`` settings)."""
+    """The session cookie's name and attributes (Flask's ``SESSION_COOKIE_*`` settings)."""
 
     samesite: str
     secure: bool
     partitioned: bool
+
+    @property
+    def name(self) -> str:
+        """``__Host-pps_session`` when Secure (``Path=/``, no ``Domain``), else
+        ``pps_session``."""
+        return HOST_COOKIE_NAME if self.secure else COOKIE_NAME
 
     @property
     def framable(self) -> bool:
