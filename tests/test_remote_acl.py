@@ -27,6 +27,7 @@ from processing_support import card_draft, card_template
 
 from app import create_app
 from pps.acl.remote import ACTIONS, ask
+from pps.editor.throttle import FORM_SAVE_BURST, FORM_SAVES_PER_MINUTE
 from pps.platform.models import Client, Draft
 from pps.platform.repository.tables import drafts
 
@@ -407,4 +408,41 @@ def test_a_post_without_its_csrf_token_never_asks_the_shop(
             )
             assert forged.status_code == 403, step
         assert shop.questions == []
+        assert services.repository.get_draft(client.identifier, draft.draft_hash).values == {}
+
+
+def test_refused_form_posts_count_against_the_limit_before_the_shop_is_asked(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    """A script posting forms that are refused (a stale version, a required value left
+    empty) would otherwise make pps ask the shop without end: past the form's limit every
+    post is a 429 and the shop hears nothing of it."""
+    services, client, draft = setup
+    with shop_for(services, client, allow=set(ACTIONS)) as shop:
+        browser = logged_in(acl_app, client, draft)
+        page = browser.get(f"/editor/{draft.draft_hash}/edit")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+        assert page.status_code == 200 and token is not None
+        stale = str(draft.version + 1)
+        posts = [  # edit, finish and the upload button without a file, each refused
+            ("edit", {"v:name": ""}),
+            ("finish", {"v:name": "Mallory", "base_version": stale}),
+            ("upload", {"upload": "logo", "v:name": ""}),
+        ]
+        answers = []
+        for index in range(FORM_SAVES_PER_MINUTE + 10):
+            step, fields = posts[index % len(posts)]
+            before = len(shop.questions)
+            answer = browser.post(
+                f"/editor/{draft.draft_hash}/{step}", data={"csrf_token": token.group(1), **fields}
+            )
+            answers.append(answer)
+            # Each answer but a 429 asked the shop once; a 429 asked nothing.
+            assert len(shop.questions) == before + (answer.status_code != 429), step
+            if answer.status_code == 429:
+                break
+        statuses = [answer.status_code for answer in answers]
+        assert statuses[-1] == 429, statuses
+        assert len(statuses) > FORM_SAVE_BURST and set(statuses[:-1]) == {409, 422}, statuses
+        assert 1 <= int(answers[-1].headers["Retry-After"]) <= 60
         assert services.repository.get_draft(client.identifier, draft.draft_hash).values == {}

@@ -70,25 +70,30 @@ def editor_upload(draft_hash: str) -> Response:
     allow_upload_body()  # before the body is read: uploads may exceed the form limit
     ctx = editor._load(draft_hash)
     editor._check_form()  # at most MAX_FORM_FIELDS fields, then the CSRF token
-    acl.guard(services(), ctx.draft, acl.SAVE, ctx.user)  # after the token, as a save
-    if ctx.draft.locked:
-        raise editor.DraftLocked()
     key = request.form.get("upload", "")
-    field = next((f for f in ctx.fields if f.key == key and f.kind == "image"), None)
-    if field is None or ctx.spec is None:
-        raise NotFound("This design has no such image.")
     part = request.files.get(f"image:{key}")
     data = part.read() if part is not None else b""
     wants_json = request.accept_mimetypes.best == "application/json"
-    if not data and not wants_json:
-        # The form without JavaScript sent here by Enter in a field (this button comes
-        # first in the form) or without a file: save it as the Save button would.
-        return _save_form(ctx, key, None)
-    svc = services()
-    if data:  # every upload is checked and stored for good: bounded per login
-        wait = upload_wait(svc.ephemeral, ctx.client.identifier, ctx.user)
+    # The form without JavaScript sent here by Enter in a field (this button comes first in
+    # the form) or without a file is saved as the Save button would save it.
+    form_save = not data and not wants_json
+    # Every post counts, refused or not, before the shop's ACL is asked: a form save as the
+    # form's saves do, anything else as an upload (each is checked and stored for good).
+    if form_save:
+        editor.count_form_save(ctx)
+    else:
+        wait = upload_wait(services().ephemeral, ctx.client.identifier, ctx.user)
         if wait:
             return _too_fast(ctx, key, wait, wants_json=wants_json)
+    acl.guard(services(), ctx.draft, acl.SAVE, ctx.user)  # after the token, as a save
+    if ctx.draft.locked:
+        raise editor.DraftLocked()
+    field = next((f for f in ctx.fields if f.key == key and f.kind == "image"), None)
+    if field is None or ctx.spec is None:
+        raise NotFound("This design has no such image.")
+    if form_save:
+        return _save_form(ctx, key, None)
+    svc = services()
     problem = "no file was chosen" if not data else image_kind_problem(data)
     record = None
     if problem is None:
@@ -169,8 +174,6 @@ def _save_form(ctx: editor.EditorContext, key: str, value: str | None) -> Respon
     errors = editor._problems(ctx, values)
     if errors:
         return editor._page(ctx, "edit", values=values, errors=errors, status=422)
-    if value is None:  # an upload counted already (upload_wait)
-        editor.count_form_save(ctx)
     draft = editor._save(ctx, submitted, state="edited")
     editor._notify(draft.draft_hash, "form.saved")
     return editor._see_other(editor._step_url(draft.draft_hash, "edit"))

@@ -10,9 +10,11 @@ against the client's ``PPS_RENDERS_PER_MINUTE``.
 
 Uploads from the editor are counted the same way (:func:`upload_wait`): each one is decoded
 to be checked and then stored for good, so a login may place images as fast as a person
-picks files, not as fast as a script sends them. Saves through the form
-(:func:`form_save_wait`) are bounded as the script's autosaves are: each writes a
-version, runs preflight, asks the shop's remote ACL and notifies its webhooks. No Flask here.
+picks files, not as fast as a script sends them. Posts of the form (:func:`form_save_wait`)
+are bounded as the script's autosaves are: each asks the shop's remote ACL and checks the
+values, and a save writes a version, runs preflight and notifies the shop's webhooks; a
+refused post (422, 409) is counted too, or a script could make pps ask the shop's ACL
+without end. No Flask here.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ PER_MINUTE = 300
 #: places a few images and tries a few more; a template with many image boxes still fits.
 UPLOADS_PER_MINUTE = 20
 UPLOADS_PER_HOUR = 120
-#: Saves and finishes through the form per login: a burst (a shop's script calling the
-#: bridge's ``save()`` after each of a few updates) and a ceiling per minute.
+#: Posts of the form per login (saves and finishes, refused or not): a burst (a shop's
+#: script calling the bridge's ``save()`` after each of a few updates) and a ceiling per
+#: minute.
 FORM_SAVE_BURST = 10
 FORM_SAVES_PER_MINUTE = 120
 
@@ -79,8 +82,8 @@ def preview_wait(
 def form_save_wait(
     store: EphemeralStore, client: str, user: str, clock: Callable[[], float] = time.time
 ) -> int:
-    """Count one save of ``user`` through the form; 0 when it may be made, else seconds to
-    wait."""
+    """Count one post of ``user``'s form (a save or finish, refused or not); 0 when it may
+    be handled, else seconds to wait."""
     return _wait(store, f"pps:formsave:{client}:{user}", FORM_SAVES, clock())
 
 

@@ -492,8 +492,9 @@ def _save_form(
     proof approved and it was not."""
     ctx = _load(draft_hash)
     # The form's own checks first: a cross-site post without the token never reaches the
-    # shop's access control (a request to the shop, in the customer's name).
+    # shop's access control (a request to the shop, in the customer's name), nor the limit.
     _check_form()
+    count_form_save(ctx)  # every post, refused or not, before the shop's ACL is asked
     acl.guard(services(), ctx.draft, acl.FINISH if state == "finished" else acl.SAVE, ctx.user)
     if ctx.draft.locked:
         raise DraftLocked()
@@ -510,7 +511,6 @@ def _save_form(
     errors = _problems(ctx, values)
     if errors:
         return _page(ctx, "edit", values=values, errors=errors, status=422)
-    count_form_save(ctx)  # what is written counts: a refused form writes nothing
     try:
         return ctx, _save(ctx, submitted, state=state, base=base, approved=approved)
     except VersionConflict:  # changed between the check above and the write
@@ -518,8 +518,9 @@ def _save_form(
 
 
 def count_form_save(ctx: EditorContext) -> None:
-    """Count a save through the form against the login's limit; ``429`` past it, with
-    nothing written."""
+    """Count a post of the form against the login's limit; ``429`` past it, with nothing
+    checked, asked or written. Refused posts count too: each still checks the values,
+    renders the page and asks the shop's remote ACL."""
     wait = form_save_wait(services().ephemeral, ctx.client.identifier, ctx.user)
     if wait:
         raise SaveTooFast(wait)
