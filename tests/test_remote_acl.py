@@ -27,6 +27,7 @@ from processing_support import card_draft, card_template
 
 from app import create_app
 from pps.acl.remote import ACTIONS, ask
+from pps.editor.autosave_web import AUTOSAVES_PER_SECOND
 from pps.editor.throttle import FORM_SAVE_BURST, FORM_SAVES_PER_MINUTE
 from pps.platform.models import Client, Draft
 from pps.platform.repository.tables import drafts
@@ -446,3 +447,27 @@ def test_refused_form_posts_count_against_the_limit_before_the_shop_is_asked(
         assert len(statuses) > FORM_SAVE_BURST and set(statuses[:-1]) == {409, 422}, statuses
         assert 1 <= int(answers[-1].headers["Retry-After"]) <= 60
         assert services.repository.get_draft(client.identifier, draft.draft_hash).values == {}
+
+
+def test_autosaves_past_their_limit_never_ask_the_shop(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    """Autosaves are held to a few a second; the ones refused for it ask the shop nothing
+    (the limit comes before the shop's check, as on the form posts)."""
+    services, client, draft = setup
+    with shop_for(services, client, allow=set(ACTIONS)) as shop:
+        browser = logged_in(acl_app, client, draft)
+        page = browser.get(f"/editor/{draft.draft_hash}/edit")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
+        assert page.status_code == 200 and token is not None
+        statuses = []
+        for _ in range(4 * (AUTOSAVES_PER_SECOND + 1)):
+            before = len(shop.questions)
+            answer = browser.post(
+                f"/editor/{draft.draft_hash}/autosave",
+                json={"baseVersion": draft.version + 1, "values": {}},  # stale: a 409
+                headers={"X-CSRF-Token": token.group(1)},
+            )
+            statuses.append(answer.status_code)
+            assert len(shop.questions) == before + (answer.status_code != 429), statuses
+        assert 429 in statuses and set(statuses) <= {409, 429}, statuses

@@ -72,10 +72,10 @@ def editor_autosave(draft_hash: str) -> Response:
 def _autosave(draft_hash: str) -> Response:
     ctx = _load(draft_hash)
     check_csrf()
+    _throttle(ctx)  # before the shop's check: a script must not make pps ask it unbounded
     acl.guard(services(), ctx.draft, acl.SAVE, ctx.user)
     if ctx.draft.locked:
         raise DraftLocked()
-    _throttle(ctx)
     if request.mimetype != "application/json":
         raise UnsupportedMediaType("Send the values as application/json.")
     try:
