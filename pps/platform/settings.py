@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
 
 
 class SettingsError(ValueError):
@@ -96,36 +99,149 @@ _OUTBOUND_SETTINGS = {
     "acl_timeout": "PPS_ACL_TIMEOUT",
 }
 _TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
 #: ``auto``: RQ when PPS_REDIS_URL names Redis, else a thread; ``rq`` insists on Redis.
 WORKER_MODES = ("auto", "rq", "thread")
+#: Largest whole number a setting takes: beyond it seconds overflow dates, C ints and
+#: Redis expiries, and no size or count of pps comes near it (2 GiB, 68 years).
+MAX_INT = 2**31 - 1
+#: Longest time in seconds a float setting takes: a day. Beyond it a timeout no longer
+#: bounds anything, and huge ones overflowed socket timeouts and PostgreSQL's
+#: ``statement_timeout`` at the first request instead of at start.
+MAX_SECONDS = 86400.0
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+_SHOWN = 60
+
+
+def _shown(raw: str) -> str:
+    """``raw`` quoted for a one-line message: cut short, with bytes that are not UTF-8
+    escaped (``repr`` shows them as ``\\udcXX``)."""
+    return repr(raw if len(raw) <= _SHOWN else raw[:_SHOWN] + "...")
+
+
+def _text(env: Mapping[str, str], name: str, default: str = "") -> str:
+    """The raw value of ``name``; bytes that are not UTF-8 (lone surrogates here) are an
+    error, as every value ends up in URLs, paths, keys or the database."""
+    raw = env.get(name, default)
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = "" if name == "PPS_SECRET_KEY" else f": {_shown(raw)}"  # never echo a secret
+        raise SettingsError(f"{name} is not valid UTF-8 text{shown}") from None
+    return raw
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = _text(env, name).strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise SettingsError(
+        f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {_shown(raw)}"
+    )
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
+    raw = _text(env, name).strip()
     if not raw:
         return default
     try:
         value = int(raw)
     except ValueError as exc:
         raise SettingsError(
-            f"{name} must be a whole number of seconds or bytes, got {raw!r}"
+            f"{name} must be a whole number of seconds or bytes, got {_shown(raw)}"
         ) from exc
     if value < 0:
         raise SettingsError(f"{name} must not be negative, got {value}")
+    if value > MAX_INT:
+        raise SettingsError(f"{name} must be at most {MAX_INT}, got {_shown(raw)}")
     return value
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
+    raw = _text(env, name).strip()
     if not raw:
         return default
     try:
         value = float(raw)
     except ValueError as exc:
-        raise SettingsError(f"{name} must be a number of seconds, got {raw!r}") from exc
-    if not value >= 0 or value == float("inf"):
-        raise SettingsError(f"{name} must be a finite number of seconds >= 0, got {raw!r}")
+        raise SettingsError(f"{name} must be a number of seconds, got {_shown(raw)}") from exc
+    if not 0 <= value <= MAX_SECONDS:
+        raise SettingsError(
+            f"{name} must be a number of seconds from 0 to {MAX_SECONDS:g}, got {_shown(raw)}"
+        )
     return value
+
+
+def _base_url(env: Mapping[str, str], default: str) -> str:
+    raw = _text(env, "PPS_BASE_URL", default).strip()
+    url = raw.rstrip("/")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError:
+        host = None
+    if (
+        parts.scheme.lower() not in ("http", "https")
+        or not host
+        or parts.query
+        or parts.fragment
+        or "?" in url
+        or "#" in url
+        or any(char.isspace() or ord(char) < 32 for char in url)
+    ):
+        raise SettingsError(
+            "PPS_BASE_URL must be an http:// or https:// URL with a host and no query, "
+            f"like https://print.example, got {_shown(raw)}"
+        )
+    return url
+
+
+def _database_url(env: Mapping[str, str]) -> str:
+    raw = _text(env, "PPS_DATABASE_URL").strip()
+    if not raw:
+        return raw
+    try:
+        sa.engine.make_url(raw).get_dialect().import_dbapi()
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError, ImportError) as exc:
+        raise SettingsError(
+            "PPS_DATABASE_URL is not a database URL pps can use (like "
+            "postgresql+psycopg://user:password@host/db or sqlite:////path/pps.sqlite3): "
+            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
+    return raw
+
+
+def _redis_url(env: Mapping[str, str]) -> str:
+    raw = _text(env, "PPS_REDIS_URL").strip()
+    lowered = raw.lower()
+    if not raw or lowered.startswith(_REDIS_SCHEMES):
+        return raw
+    if lowered.startswith("sqlite:///") and raw[len("sqlite:///") :] not in ("", ":memory:"):
+        return raw
+    raise SettingsError(
+        "PPS_REDIS_URL must be empty, a redis://, rediss:// or unix:// URL, or sqlite:///path "
+        f"of a file, got {_shown(raw)}"
+    )
+
+
+def _secret_key(key: str) -> None:
+    """A key an operator forgot to replace, or one a guesser finds, is refused like none."""
+    if not key:
+        return
+    if len(key.strip()) < 16:
+        raise SettingsError("PPS_SECRET_KEY must be at least 16 characters long")
+    if (key.startswith("<") and key.endswith(">")) or "token_urlsafe" in key:
+        raise SettingsError(
+            "PPS_SECRET_KEY still holds the example's placeholder; set it to the output of "
+            "python -c 'import secrets; print(secrets.token_urlsafe(48))'"
+        )
+    if len(set(key)) < 8:
+        raise SettingsError(
+            "PPS_SECRET_KEY repeats a few characters; set it to a long random string"
+        )
 
 
 def load_settings(
@@ -138,20 +254,26 @@ def load_settings(
     """
     env = os.environ if env is None else env
     defaults = Settings()
-    base_url = env.get("PPS_BASE_URL", defaults.base_url).strip().rstrip("/")
-    files_dir = env.get("PPS_FILES_DIR", "").strip()
+    files_dir = _text(env, "PPS_FILES_DIR").strip()
+    x_accel_prefix = _text(env, "PPS_X_ACCEL_PREFIX").strip()
+    if x_accel_prefix and not x_accel_prefix.startswith("/"):
+        raise SettingsError(
+            "PPS_X_ACCEL_PREFIX must start with '/', like /_pps_files, "
+            f"got {_shown(x_accel_prefix)}"
+        )
     values: dict[str, Any] = {
-        "base_url": base_url,
-        "secret_key": env.get("PPS_SECRET_KEY", ""),
-        "instance_path": Path(env.get("PPS_INSTANCE_PATH", "") or "instance").resolve(),
-        "database_url": env.get("PPS_DATABASE_URL", "").strip(),
-        "redis_url": env.get("PPS_REDIS_URL", "").strip(),
+        "base_url": _base_url(env, defaults.base_url),
+        "secret_key": _text(env, "PPS_SECRET_KEY"),
+        "instance_path": Path(_text(env, "PPS_INSTANCE_PATH").strip() or "instance").resolve(),
+        "database_url": _database_url(env),
+        "redis_url": _redis_url(env),
         "files_dir": Path(files_dir).resolve() if files_dir else None,
-        "development": env.get("PPS_DEVELOPMENT", "").strip().lower() in _TRUE,
-        "x_accel_prefix": env.get("PPS_X_ACCEL_PREFIX", "").strip(),
-        "worker_mode": env.get("PPS_WORKER_MODE", "").strip().lower() or defaults.worker_mode,
-        "notify_allow_private": env.get("PPS_NOTIFY_ALLOW_PRIVATE", "").strip().lower() in _TRUE,
+        "development": _flag(env, "PPS_DEVELOPMENT"),
+        "x_accel_prefix": x_accel_prefix,
+        "worker_mode": _text(env, "PPS_WORKER_MODE").strip().lower() or defaults.worker_mode,
+        "notify_allow_private": _flag(env, "PPS_NOTIFY_ALLOW_PRIVATE"),
         "notify_attempts": _int(env, "PPS_NOTIFY_ATTEMPTS", defaults.notify_attempts),
+        "client_cache_ttl": _float(env, "PPS_CLIENT_CACHE_TTL", defaults.client_cache_ttl),
     }
     for attr, name in _FLOAT_SETTINGS.items():
         values[attr] = _float(env, name, getattr(defaults, attr))
@@ -160,14 +282,6 @@ def load_settings(
     for attr, name in _OUTBOUND_SETTINGS.items():
         read = _float if isinstance(getattr(defaults, attr), float) else _int
         values[attr] = read(env, name, getattr(defaults, attr))
-    cache_ttl = env.get("PPS_CLIENT_CACHE_TTL", "").strip()
-    if cache_ttl:
-        try:
-            values["client_cache_ttl"] = float(cache_ttl)
-        except ValueError as exc:
-            raise SettingsError(
-                f"PPS_CLIENT_CACHE_TTL must be a number, got {cache_ttl!r}"
-            ) from exc
     known = {f.name for f in fields(Settings)}
     for key, value in (overrides or {}).items():
         if key not in known:
@@ -189,9 +303,7 @@ def load_settings(
             f"PPS_WORKER_MODE must be one of {', '.join(WORKER_MODES)}, "
             f"got {settings.worker_mode!r}"
         )
-    if settings.worker_mode == "rq" and not settings.redis_url.lower().startswith(
-        ("redis://", "rediss://", "unix://")
-    ):
+    if settings.worker_mode == "rq" and not settings.redis_url.lower().startswith(_REDIS_SCHEMES):
         raise SettingsError("PPS_WORKER_MODE=rq needs PPS_REDIS_URL to name a Redis server")
     if settings.notify_attempts < 1 or settings.notify_timeout <= 0:
         raise SettingsError("PPS_NOTIFY_ATTEMPTS must be at least 1 and PPS_NOTIFY_TIMEOUT > 0")
@@ -212,15 +324,16 @@ def load_settings(
     if settings.redis_timeout <= 0 or settings.database_timeout <= 0:
         raise SettingsError("PPS_REDIS_TIMEOUT and PPS_DATABASE_TIMEOUT must be more than 0")
     if not settings.base_url.startswith(("http://", "https://")):
-        raise SettingsError(f"PPS_BASE_URL must start with http:// or https://, got {base_url!r}")
+        raise SettingsError(
+            f"PPS_BASE_URL must start with http:// or https://, got {settings.base_url!r}"
+        )
+    _secret_key(settings.secret_key)
     return _with_secret_key(settings)
 
 
 def _with_secret_key(settings: Settings) -> Settings:
     """Production refuses to start without a secret; development keeps one in the instance."""
     if settings.secret_key:
-        if len(settings.secret_key) < 16:
-            raise SettingsError("PPS_SECRET_KEY must be at least 16 characters long")
         return settings
     if not settings.development:
         raise SettingsError(
