@@ -35,9 +35,20 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _int(name: str, default: int) -> int:
+def _int(name: str, default: int, least: int = 1) -> int:
+    """A whole number from the environment, or a one-line stop naming the variable: a
+    traceback before, and ``PPS_WORKERS=0`` started a server that listened with no worker
+    to answer."""
     raw = os.environ.get(name, "").strip()
-    return int(raw) if raw else default
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise SystemExit(f"pps: {name} must be a whole number of at least {least}, got {raw!r}")
+    return value
 
 
 bind = [address.strip() for address in os.environ.get("PPS_BIND", "127.0.0.1:8000").split(",")]

@@ -18,7 +18,7 @@ from pps.platform.repository.processing import ProcessingStore, SqlProcessingSto
 from pps.platform.repository.sql import SqlRepository
 from pps.platform.repository.uploads import SqlUploadStore
 from pps.platform.repository.variable_data import SqlVariableDataStore
-from pps.platform.settings import Settings
+from pps.platform.settings import Settings, prepare_folders
 from pps.platform.storage import FileStorage, open_storage
 
 
@@ -142,7 +142,7 @@ def build_services(
     dispatcher_factory: DispatcherFactory | None = None,
 ) -> Services:
     """Open the repository, the ephemeral store and file storage named by ``settings``."""
-    settings.instance_path.mkdir(parents=True, exist_ok=True)
+    prepare_folders(settings)
     repository = SqlRepository(settings.resolved_database_url, timeout=settings.database_timeout)
     return Services(
         settings=settings,

@@ -342,7 +342,7 @@ def _with_secret_key(settings: Settings) -> Settings:
             "or set PPS_DEVELOPMENT=1 to have one generated into the instance folder."
         )
     key_file = settings.instance_path / "secret_key"
-    settings.instance_path.mkdir(parents=True, exist_ok=True)
+    prepare_folder("PPS_INSTANCE_PATH", settings.instance_path)
     if not key_file.exists():
         # Written aside and linked into place, so that several workers starting at once
         # all end up reading the same complete key.
@@ -357,3 +357,27 @@ def _with_secret_key(settings: Settings) -> Settings:
         finally:
             draft.unlink()
     return replace(settings, secret_key=key_file.read_text().strip())
+
+
+def prepare_folders(settings: Settings) -> None:
+    """Create the instance and files folders, or stop the start saying which and why: the
+    bare OSError came as a traceback (a path through a file, a folder of another user)."""
+    prepare_folder("PPS_INSTANCE_PATH", settings.instance_path)
+    name = "PPS_FILES_DIR" if settings.files_dir is not None else "PPS_INSTANCE_PATH"
+    prepare_folder(name, settings.resolved_files_dir)
+
+
+def prepare_folder(name: str, path: Path) -> None:
+    """Make ``path`` (named by setting ``name``) exist as a folder this process can write."""
+    if path.exists() and not path.is_dir():
+        raise SettingsError(f"{name}: {str(path)!r} is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SettingsError(
+            f"{name}: cannot create the folder {str(path)!r}: {exc.strerror or exc}"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise SettingsError(
+            f"{name}: the folder {str(path)!r} is not writable by this user (uid {os.getuid()})"
+        )

@@ -1,0 +1,93 @@
+"""What an operator sees when pps cannot start: one line naming the setting, never a
+traceback, and a server that stops instead of listening without workers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import TEST_SECRET_KEY, free_port
+from server_support import BIN, GUNICORN_CONF, ROOT
+
+from app import create_app
+from pps.platform.settings import SettingsError
+
+
+def _gunicorn(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    """gunicorn with the deploy config, expected to stop by itself."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
+    env.update(
+        PPS_BIND=f"127.0.0.1:{free_port()}",
+        PPS_SECRET_KEY=TEST_SECRET_KEY,
+        PPS_INSTANCE_PATH=str(tmp_path / "instance"),
+        # One worker: when several fail at once, gunicorn's master itself may print a
+        # traceback of its HaltServer from a second SIGCHLD (a race of its own).
+        PPS_WORKERS="1",
+    )
+    env.update(settings)
+    proc = subprocess.Popen(
+        [str(BIN / "gunicorn"), "-c", str(GUNICORN_CONF), "wsgi:app"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, _ = proc.communicate()
+        pytest.fail(f"gunicorn kept running:\n{out}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+
+
+def test_gunicorn_stops_with_one_line_on_a_bad_setting(tmp_path: Path) -> None:
+    done = _gunicorn(tmp_path, PPS_SECRET_KEY="short")
+    assert done.returncode == 4, done.stdout  # gunicorn: "App failed to load."
+    assert "pps: PPS_SECRET_KEY must be at least 16 characters long" in done.stdout
+    assert "Traceback" not in done.stdout
+
+
+@pytest.mark.parametrize(("name", "value"), [("PPS_WORKERS", "0"), ("PPS_THREADS", "many")])
+def test_gunicorn_refuses_a_server_setting_it_cannot_use(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    done = _gunicorn(tmp_path, **{name: value})
+    assert done.returncode == 1, done.stdout
+    assert f"pps: {name} must be a whole number of at least 1, got {value!r}" in done.stdout
+    assert "Traceback" not in done.stdout
+
+
+@pytest.mark.parametrize("setting", ["instance_path", "files_dir"])
+def test_an_instance_or_files_folder_that_cannot_be_made_is_named(
+    tmp_path: Path, setting: str
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for path in (a_file, a_file / "below"):
+        config = {"secret_key": TEST_SECRET_KEY, "instance_path": tmp_path / "instance"}
+        config[setting] = path
+        with pytest.raises(SettingsError) as refused:
+            create_app(config)
+        name = "PPS_INSTANCE_PATH" if setting == "instance_path" else "PPS_FILES_DIR"
+        assert str(refused.value).startswith(f"{name}: "), refused.value
+        assert str(a_file) in str(refused.value)
+
+
+def test_flask_cli_says_a_bad_setting_in_one_line(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
+    env.update(PPS_SECRET_KEY="short", PPS_INSTANCE_PATH=str(tmp_path))
+    done = subprocess.run(
+        [str(BIN / "flask"), "--app", "app", "pps", "client", "list"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr == "Error: PPS_SECRET_KEY must be at least 16 characters long\n"
