@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import alembic.util
 import click
 import sqlalchemy as sa
 from flask import current_app
@@ -33,7 +34,7 @@ from pps.demo import DEMO_TEMPLATE_FILE, EXAMPLES_DIR, DemoError, seed_demo
 from pps.files.sweep_cli import files_group
 from pps.platform.models import Client, Template
 from pps.platform.repository import DuplicateIdentifier
-from pps.platform.repository.sql import upgrade_database
+from pps.platform.repository.sql import database_revision, upgrade_database
 from pps.platform.services import Services
 from pps.platform.storable_text import text_problem
 from pps.processing.cli import worker
@@ -168,10 +169,15 @@ def db_group() -> None:
 @click.argument("revision", default="head")
 def db_upgrade(revision: str) -> None:
     """Apply the migrations (to the newest revision unless REVISION is given)."""
+    if not revision.strip():
+        raise click.BadParameter("must not be empty", param_hint="REVISION")
     url = _services().settings.resolved_database_url
-    upgrade_database(url, revision)
+    try:
+        upgrade_database(url, revision)
+    except alembic.util.CommandError as exc:  # an unknown or ambiguous REVISION
+        raise click.BadParameter(str(exc), param_hint="REVISION") from None
     shown = sa.engine.make_url(url).render_as_string(hide_password=True)
-    click.echo(f"Database {shown} is at revision {revision}.")
+    click.echo(f"Database {shown} is at revision {database_revision(url)}.")
 
 
 # -- clients -----------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def ok_json(result: Result) -> Any:
 def test_db_upgrade_is_idempotent(runner: FlaskCliRunner) -> None:
     result = pps(runner, "db", "upgrade")
     assert result.exit_code == 0, result.output
-    assert "is at revision head" in result.stdout
+    assert "(head)." in result.stdout
 
 
 def test_commands_on_an_unmigrated_database_say_what_to_do(tmp_path: Path) -> None:
@@ -681,3 +681,21 @@ def _cut_idat(chunks: bytes) -> bytes:
         out.append(struct.pack(">I", zlib.crc32(kind + body)))
         pos += 12 + length
     return b"".join(out)
+
+
+@pytest.mark.parametrize("revision", ["nonexistent", "", "+1"])
+def test_db_upgrade_to_a_revision_that_is_none_is_a_usage_error(
+    runner: FlaskCliRunner, revision: str
+) -> None:
+    result = pps(runner, "db", "upgrade", revision)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for REVISION" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_db_upgrade_says_the_revision_the_database_is_at(runner: FlaskCliRunner) -> None:
+    # Upgrading to an older revision changes nothing; it used to say "is at revision base".
+    result = pps(runner, "db", "upgrade", "base")
+    assert result.exit_code == 0, result.output
+    assert "is at revision base" not in result.stdout
+    assert "(head)." in result.stdout

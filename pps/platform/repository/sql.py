@@ -190,6 +190,25 @@ def upgrade_database(url: str, revision: str = "head") -> None:
     command.upgrade(config, revision)
 
 
+def database_revision(url: str) -> str:
+    """The migration the database at ``url`` is at (``base`` for none): what ``pps db
+    upgrade`` reports, since upgrading to an older revision than the current one changes
+    nothing."""
+    from alembic.runtime.migration import MigrationContext
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            heads = MigrationContext.configure(connection).get_current_heads()
+    finally:
+        engine.dispose()
+    from alembic.script import ScriptDirectory
+
+    newest = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+    shown = ", ".join(heads) or "base"
+    return f"{shown} (head)" if tuple(heads) == (newest,) else shown
+
+
 def _client(row: RowMapping) -> Client:
     return Client(
         identifier=row["identifier"],
