@@ -177,6 +177,15 @@ def create_engine(url: str, *, timeout: float | None = None) -> Engine:
     return engine
 
 
+#: Key of the PostgreSQL advisory lock that lets one ``pps db upgrade`` run at a time.
+MIGRATION_LOCK_KEY = 0x707073_6D6967  # "pps" "mig"
+
+
+def migration_lock_file(database: str) -> str:
+    """The file a SQLite database's migrations lock (``flock``) while they run."""
+    return f"{database}.migrate-lock"
+
+
 def upgrade_database(url: str, revision: str = "head") -> None:
     """Apply the Alembic migrations up to ``revision`` (``pps db upgrade``)."""
     from alembic import command
