@@ -121,3 +121,10 @@ class ServiceUnavailable(PpsError):
             errors=errors,
             headers={"Retry-After": str(self.retry_after), **(headers or {})},
         )
+
+
+class InsufficientStorage(PpsError):
+    """The file storage is full: nothing was stored; the operator has to make room."""
+
+    status = 507
+    default_message = "The file storage is full; nothing was stored. Try again later."

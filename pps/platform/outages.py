@@ -15,11 +15,19 @@ from pps.platform.ephemeral import EphemeralUnavailable
 from pps.platform.errors import ServiceUnavailable
 from pps.platform.queue import JobQueueUnavailable
 
-__all__ = ["DATABASE_DOWN", "OUTAGES", "QUEUE_DOWN", "STORE_DOWN", "outage_message"]
+__all__ = [
+    "DATABASE_DOWN",
+    "OUTAGES",
+    "QUEUE_DOWN",
+    "STORAGE_DOWN",
+    "STORE_DOWN",
+    "outage_message",
+]
 
 STORE_DOWN = "The session store is unavailable; nothing was done. Try again shortly."
 DATABASE_DOWN = "The database is unavailable or did not answer in time. Try again shortly."
 QUEUE_DOWN = "The job queue is unavailable; nothing was queued. Try again shortly."
+STORAGE_DOWN = "The file storage cannot be written; nothing was stored. Try again shortly."
 
 #: Every failure of a backing service, each answered with 503 and ``Retry-After`` (see
 #: :class:`pps.platform.errors.ServiceUnavailable`): what the database and Redis clients raise when

@@ -12,9 +12,10 @@ from typing import Any
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from pps.platform.errors import PpsError, ServiceUnavailable
+from pps.platform.errors import InsufficientStorage, PpsError, ServiceUnavailable
 from pps.platform.http_headers import request_id_from
-from pps.platform.outages import OUTAGES, outage_message
+from pps.platform.outages import OUTAGES, STORAGE_DOWN, outage_message
+from pps.platform.storage import StorageUnavailable
 from pps.web.error_pages import error_page_context
 
 log = logging.getLogger("pps")
@@ -104,6 +105,13 @@ def register_error_handlers(app: Flask) -> None:
 
     for outage in OUTAGES:
         app.register_error_handler(outage, _outage)
+
+    @app.errorhandler(StorageUnavailable)
+    def _storage(exc: StorageUnavailable) -> Response:
+        log.error("file storage failed (request %s): %r", request_id(), exc)
+        if exc.full:
+            return error_response(InsufficientStorage())
+        return error_response(ServiceUnavailable(STORAGE_DOWN))
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Response:

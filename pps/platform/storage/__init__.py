@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+
+class StorageUnavailable(OSError):
+    """Storing a file failed on the disk's side: it is full (``ENOSPC``, ``EDQUOT``), read-only
+    or not writable. An ``OSError``, so callers that caught those still do; the web layer
+    answers 507 (full) or 503 instead of a 500, and no part of the file is left behind."""
+
+    @property
+    def full(self) -> bool:
+        return self.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from pps.platform.storage import ListedFile, StoredFile
+from pps.platform.storage import ListedFile, StorageUnavailable, StoredFile
+
+#: What the disk answers when it cannot take a file now: full, over quota, read-only, not
+#: writable, failing. Other errors (a file where a folder should be) stay bugs.
+_DISK_ERRORS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+)
 
 FILE_MODE = 0o644
 """Readable by nginx, which serves these files itself through X-Accel-Redirect."""
@@ -53,6 +60,16 @@ class LocalStorage:
     def put(self, key: str, data: bytes) -> None:
         """Write beside the target and rename over it: readers see the old or the new file."""
         target = self.path_for(key)
+        try:
+            self._put(target, data)
+        except StorageUnavailable:
+            raise
+        except OSError as exc:
+            if exc.errno not in _DISK_ERRORS:
+                raise
+            raise StorageUnavailable(exc.errno, exc.strerror, exc.filename) from exc
+
+    def _put(self, target: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
