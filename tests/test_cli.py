@@ -699,3 +699,19 @@ def test_db_upgrade_says_the_revision_the_database_is_at(runner: FlaskCliRunner)
     assert result.exit_code == 0, result.output
     assert "is at revision base" not in result.stdout
     assert "(head)." in result.stdout
+
+
+def test_acl_url_and_webhook_secret_commands_print_json_too(
+    runner: FlaskCliRunner, repo: SqlRepository, shop_a: str
+) -> None:
+    repo.create_client("Shop", identifier=shop_a)
+    url = "https://shop.example/acl"
+    assert ok_json(pps(runner, "client", "set-acl-url", shop_a, url, "--json")) == {
+        "identifier": shop_a,
+        "aclUrl": url,
+    }
+    cleared = ok_json(pps(runner, "client", "set-acl-url", shop_a, "--clear", "--json"))
+    assert cleared == {"identifier": shop_a, "aclUrl": None}
+    rotated = ok_json(pps(runner, "client", "rotate-webhook-secret", shop_a, "--json"))
+    assert rotated["identifier"] == shop_a
+    assert rotated["webhookSecret"].startswith("whsec_")

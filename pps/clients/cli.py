@@ -39,8 +39,9 @@ def _known(identifier: str) -> None:
 @click.argument("identifier")
 @click.argument("url", required=False)
 @click.option("--clear", is_flag=True, help="Remove the URL: remote-ACL drafts are then denied.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @with_appcontext
-def client_set_acl_url(identifier: str, url: str | None, clear: bool) -> None:
+def client_set_acl_url(identifier: str, url: str | None, clear: bool, as_json: bool) -> None:
     """Set the URL pps asks before actions on the client's remoteAcl drafts."""
     _known(identifier)
     if clear == bool(url):
@@ -51,6 +52,9 @@ def client_set_acl_url(identifier: str, url: str | None, clear: bool) -> None:
         except ForbiddenTarget as exc:
             raise click.BadParameter(str(exc), param_hint="URL") from None
     _services().integrations.set_acl_url(identifier, url or None)
+    if as_json:
+        click.echo(json.dumps({"identifier": identifier, "aclUrl": url or None}))
+        return
     click.echo(f"ACL URL of {identifier}: {url or '(none)'}")
 
 
@@ -92,11 +96,15 @@ def client_allow_host(identifier: str, hosts: tuple[str, ...], remove: bool, as_
 
 @click.command("rotate-webhook-secret")
 @click.argument("identifier")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @with_appcontext
-def client_rotate_webhook_secret(identifier: str) -> None:
+def client_rotate_webhook_secret(identifier: str, as_json: bool) -> None:
     """Give the client a new webhook signing secret and print it (shown only now)."""
     _known(identifier)
     secret = _services().integrations.rotate_webhook_secret(identifier)
+    if as_json:
+        click.echo(json.dumps({"identifier": identifier, "webhookSecret": secret}))
+        return
     click.echo(secret)
 
 
