@@ -715,3 +715,20 @@ def test_acl_url_and_webhook_secret_commands_print_json_too(
     rotated = ok_json(pps(runner, "client", "rotate-webhook-secret", shop_a, "--json"))
     assert rotated["identifier"] == shop_a
     assert rotated["webhookSecret"].startswith("whsec_")
+
+
+def test_proof_approval_refuses_both_required_and_optional(
+    runner: FlaskCliRunner, repo: SqlRepository, shop_a: str
+) -> None:
+    repo.create_client("Shop", identifier=shop_a)
+    both = pps(runner, "client", "proof-approval", shop_a, "--required", "--optional")
+    assert both.exit_code == 2, both.output
+    assert "not both" in both.stderr
+    shown = ok_json(pps(runner, "client", "proof-approval", shop_a, "--json"))
+    assert shown == {"identifier": shop_a, "proofRequired": False}  # unchanged
+    assert ok_json(pps(runner, "client", "proof-approval", shop_a, "--required", "--json"))[
+        "proofRequired"
+    ]
+    assert not ok_json(pps(runner, "client", "proof-approval", shop_a, "--optional", "--json"))[
+        "proofRequired"
+    ]

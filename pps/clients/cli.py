@@ -110,23 +110,24 @@ def client_rotate_webhook_secret(identifier: str, as_json: bool) -> None:
 
 @click.command("proof-approval")
 @click.argument("identifier")
-@click.option(
-    "--required/--optional",
-    default=None,
-    help="Whether customers must tick the proof's checkbox before Finish.",
-)
+@click.option("--required", is_flag=True, help="Customers must tick the proof before Finish.")
+@click.option("--optional", is_flag=True, help="Customers may finish without ticking it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the setting as JSON.")
 @with_appcontext
-def client_proof_approval(identifier: str, required: bool | None, as_json: bool) -> None:
+def client_proof_approval(identifier: str, required: bool, optional: bool, as_json: bool) -> None:
     """Show or set whether the editor's proof must be confirmed before Finish.
 
     --required: Finish is refused until the customer ticks "I have checked spelling and
     layout" on the proof step. --optional (the default for new clients): the proof step is
     offered and an approval is recorded when ticked, but Finish works without it.
     """
+    # One switch each rather than a --required/--optional pair, which took the last of
+    # both silently.
+    if required and optional:
+        raise click.UsageError("give --required or --optional, not both")
     _known(identifier)
     store = _services().integrations
-    if required is not None:
+    if required or optional:
         store.set_proof_required(identifier, required)
     current = store.settings(identifier).proof_required
     if as_json:
