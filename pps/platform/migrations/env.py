@@ -50,12 +50,23 @@ def _wait_for_other_upgrades(connection: sa.Connection) -> None:
         )
 
 
+def _without_cascades(connection: sa.Connection) -> None:
+    """SQLite: switch foreign keys off while migrating. A batch migration copies a table,
+    drops it and renames the copy; with foreign keys on, the drop deleted every row that
+    pointed at it with ON DELETE CASCADE (0004 rebuilds ``users``: every draft was gone).
+    The pragma works outside a transaction only, so it is sent and committed first."""
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        connection.commit()
+
+
 def run_migrations_online() -> None:
     url = config.get_main_option("sqlalchemy.url")
     assert url, "sqlalchemy.url must be set"
     engine = create_engine(url)
     try:
         with _one_at_a_time(engine.url), engine.connect() as connection:
+            _without_cascades(connection)
             # render_as_batch lets later migrations alter SQLite tables too.
             context.configure(
                 connection=connection, target_metadata=target_metadata, render_as_batch=True
