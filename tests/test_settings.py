@@ -111,3 +111,20 @@ def test_the_console_script_says_it_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("Error: PPS_DATABASE_URL ")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n", b"short", b"\xff\xfe not utf-8 at all"])
+def test_development_refuses_a_key_file_that_holds_no_usable_key(
+    tmp_path: Path, content: bytes
+) -> None:
+    (tmp_path / "secret_key").write_bytes(content)
+    env = {"PPS_INSTANCE_PATH": str(tmp_path), "PPS_DEVELOPMENT": "1"}
+    with pytest.raises(SettingsError, match="PPS_SECRET_KEY is not set and the development key"):
+        load_settings(env)
+
+
+def test_development_generates_a_key_once_and_keeps_it(tmp_path: Path) -> None:
+    env = {"PPS_INSTANCE_PATH": str(tmp_path), "PPS_DEVELOPMENT": "1"}
+    first = load_settings(env).secret_key
+    assert len(first) >= 32
+    assert load_settings(env).secret_key == first

@@ -343,6 +343,24 @@ def _with_secret_key(settings: Settings) -> Settings:
         )
     key_file = settings.instance_path / "secret_key"
     prepare_folder("PPS_INSTANCE_PATH", settings.instance_path)
+    try:
+        key = _development_key(key_file)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(
+            f"PPS_SECRET_KEY is not set and the development key {key_file} cannot be made "
+            f"or read: {exc}"
+        ) from None
+    if len(key) < 16:
+        # An empty key signed every session with "": sessions failed, or were forgeable.
+        raise SettingsError(
+            f"PPS_SECRET_KEY is not set and the development key {key_file} holds fewer "
+            "than 16 characters; delete the file to have a new one generated"
+        )
+    return replace(settings, secret_key=key)
+
+
+def _development_key(key_file: Path) -> str:
+    """The key in ``key_file``, generated first if there is none."""
     if not key_file.exists():
         # Written aside and linked into place, so that several workers starting at once
         # all end up reading the same complete key.
@@ -356,7 +374,7 @@ def _with_secret_key(settings: Settings) -> Settings:
             pass
         finally:
             draft.unlink()
-    return replace(settings, secret_key=key_file.read_text().strip())
+    return key_file.read_text().strip()
 
 
 def prepare_folders(settings: Settings) -> None:
