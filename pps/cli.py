@@ -34,7 +34,7 @@ from pps.demo import DEMO_TEMPLATE_FILE, EXAMPLES_DIR, DemoError, seed_demo
 from pps.files.sweep_cli import files_group
 from pps.platform.models import Client, Template
 from pps.platform.repository import DuplicateIdentifier
-from pps.platform.repository.sql import database_revision, upgrade_database
+from pps.platform.repository.sql import database_revision, revision_known, upgrade_database
 from pps.platform.services import Services
 from pps.platform.storable_text import text_problem
 from pps.processing.cli import worker
@@ -69,8 +69,9 @@ class PpsGroup(AppGroup):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (sa.exc.OperationalError, sa.exc.ProgrammingError) as exc:
-            # The usual causes: a wrong PPS_DATABASE_URL, or migrations not applied yet.
+        except sa.exc.DatabaseError as exc:
+            # The usual causes: a wrong PPS_DATABASE_URL (a file that is no database), or
+            # migrations not applied yet.
             raise click.ClickException(
                 f"database error: {str(exc.orig).strip() or type(exc.orig).__name__}\n"
                 "Check PPS_DATABASE_URL and run 'pps db upgrade'."
@@ -174,7 +175,11 @@ def db_upgrade(revision: str) -> None:
     url = _services().settings.resolved_database_url
     try:
         upgrade_database(url, revision)
-    except alembic.util.CommandError as exc:  # an unknown or ambiguous REVISION
+    except alembic.util.CommandError as exc:
+        if revision_known(revision):  # then it is the database's revision pps does not know
+            raise click.ClickException(
+                f"cannot upgrade the database: {exc} (was it migrated by a newer pps?)"
+            ) from None
         raise click.BadParameter(str(exc), param_hint="REVISION") from None
     shown = sa.engine.make_url(url).render_as_string(hide_password=True)
     click.echo(f"Database {shown} is at revision {database_revision(url)}.")

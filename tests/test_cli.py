@@ -732,3 +732,50 @@ def test_proof_approval_refuses_both_required_and_optional(
     assert not ok_json(pps(runner, "client", "proof-approval", shop_a, "--optional", "--json"))[
         "proofRequired"
     ]
+
+
+def _cli_on(tmp_path: Path, database: Path, *args: str) -> Result:
+    from app import create_app
+
+    app = create_app(
+        {
+            "instance_path": tmp_path / "instance",
+            "database_url": f"sqlite:///{database}",
+            "secret_key": "test-secret-key-0123456789abcdef",
+        }
+    )
+    try:
+        return app.test_cli_runner().invoke(args=["pps", *args])
+    finally:
+        app.extensions["pps"].close()
+
+
+def test_a_database_file_that_is_no_database_is_one_line(tmp_path: Path) -> None:
+    database = tmp_path / "pps.sqlite3"
+    database.write_text("not a database, and long enough to be read as one " * 4)
+    for args in (("db", "upgrade"), ("client", "list")):
+        result = _cli_on(tmp_path, database, *args)
+        assert result.exit_code == 1, result.output
+        assert "database error: file is not a database" in result.stderr
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_db_upgrade_of_a_database_a_newer_pps_migrated_blames_the_database(
+    tmp_path: Path,
+) -> None:
+    import sqlalchemy as sa
+
+    from pps.platform.repository.sql import upgrade_database
+
+    database = tmp_path / "pps.sqlite3"
+    upgrade_database(f"sqlite:///{database}")
+    engine = sa.create_engine(f"sqlite:///{database}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0999'"))
+    engine.dispose()
+    result = _cli_on(tmp_path, database, "db", "upgrade")
+    assert result.exit_code == 1, result.output
+    assert "cannot upgrade the database: Can't locate revision identified by '0999'" in (
+        result.stderr
+    )
+    assert "REVISION" not in result.stderr

@@ -199,6 +199,18 @@ def upgrade_database(url: str, revision: str = "head") -> None:
     command.upgrade(config, revision)
 
 
+def revision_known(revision: str) -> bool:
+    """Whether ``revision`` names migrations of this pps (``head``, ``base``, ``0003``...)."""
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    try:
+        ScriptDirectory(str(MIGRATIONS_DIR)).get_revisions(revision)
+    except CommandError:
+        return False
+    return True
+
+
 def database_revision(url: str) -> str:
     """The migration the database at ``url`` is at (``base`` for none): what ``pps db
     upgrade`` reports, since upgrading to an older revision than the current one changes
