@@ -15,6 +15,7 @@ from flask.cli import with_appcontext
 
 from pps.platform.queue import QUEUE_NAME, configure_worker, uses_redis
 from pps.platform.settings import Settings
+from pps.processing.worker_name import NameTaken, claim_worker_name
 
 __all__ = ["worker"]
 
@@ -47,6 +48,11 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
         connection.ping()
     except redis.RedisError as exc:
         raise click.ClickException(f"cannot reach Redis at PPS_REDIS_URL: {exc}") from None
+    if name:
+        try:
+            claim_worker_name(connection, name)
+        except NameTaken as exc:
+            raise click.ClickException(str(exc)) from None
     queue = Queue(QUEUE_NAME, connection=connection)
     # Webhook events of the jobs (processing.state_changed) are queued by the work horses
     # and delivered from here, the worker's main process (see pps.webhooks.dispatcher).
