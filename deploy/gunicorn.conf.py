@@ -51,7 +51,15 @@ def _int(name: str, default: int, least: int = 1) -> int:
     return value
 
 
-bind = [address.strip() for address in os.environ.get("PPS_BIND", "127.0.0.1:8000").split(",")]
+def _binds() -> list[str]:
+    """``PPS_BIND``'s addresses; empty (``PPS_BIND=`` in an env file) is the default, as for
+    the other settings: gunicorn read an empty address as 0.0.0.0:8000, every interface."""
+    raw = os.environ.get("PPS_BIND", "")
+    addresses = [address.strip() for address in raw.split(",") if address.strip()]
+    return addresses or ["127.0.0.1:8000"]
+
+
+bind = _binds()
 
 # gthread rather than sync: requests mostly wait on PostgreSQL, Redis or the disk, and a
 # few threads per worker overlap those waits at the cost of little memory. gthread also
@@ -96,7 +104,12 @@ forwarded_allow_ips = os.environ.get("PPS_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
 
 accesslog = os.environ.get("PPS_ACCESS_LOG", "-") or None
 errorlog = "-"
-loglevel = os.environ.get("PPS_LOG_LEVEL", "info")
+_LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+loglevel = os.environ.get("PPS_LOG_LEVEL", "").strip().lower() or "info"
+if loglevel not in _LOG_LEVELS:  # gunicorn took any word silently as info
+    raise SystemExit(
+        f"pps: PPS_LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}, got {loglevel!r}"
+    )
 # Remote address as nginx saw it, duration in ms and nginx's request id to join both logs.
 # The path without its query string: /auth?jwt= and the file URLs carry tokens there, and a
 # log must not hold anything that logs a user in or fetches a file.

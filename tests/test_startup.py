@@ -4,6 +4,7 @@ traceback, and a server that stops instead of listening without workers."""
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 from pathlib import Path
 
@@ -91,3 +92,29 @@ def test_flask_cli_says_a_bad_setting_in_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr == "Error: PPS_SECRET_KEY must be at least 16 characters long\n"
+
+
+def _config(monkeypatch: pytest.MonkeyPatch, **settings: str) -> dict[str, object]:
+    """deploy/gunicorn.conf.py's values under ``settings``, read the way gunicorn reads it."""
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    return runpy.run_path(str(GUNICORN_CONF))
+
+
+@pytest.mark.parametrize("value", ["", " ", ","])
+def test_an_empty_bind_listens_on_loopback_only(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # gunicorn read an empty address as 0.0.0.0:8000: every interface.
+    assert _config(monkeypatch, PPS_BIND=value)["bind"] == ["127.0.0.1:8000"]
+
+
+def test_binds_and_log_level_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _config(monkeypatch, PPS_BIND="127.0.0.1:9001, [::1]:9001", PPS_LOG_LEVEL="")
+    assert config["bind"] == ["127.0.0.1:9001", "[::1]:9001"]
+    assert config["loglevel"] == "info"
+
+
+def test_an_unknown_log_level_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(SystemExit, match="PPS_LOG_LEVEL must be one of"):
+        _config(monkeypatch, PPS_LOG_LEVEL="verbose")
