@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +50,8 @@ __all__ = ["pps_group"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MAX_NAME = 200
+#: Format characters that words of some scripts (Persian, Indic) and emoji need.
+_JOINERS = frozenset("\u200c\u200d")
 
 
 class PpsGroup(AppGroup):
@@ -123,6 +126,12 @@ def _check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str
         raise click.BadParameter("must not be empty")
     if len(value) > _MAX_NAME:
         raise click.BadParameter(f"must be at most {_MAX_NAME} characters")
+    if any(
+        unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") and char not in _JOINERS
+        for char in value
+    ):
+        # A line break in a name drew a forged row into 'pps client list'.
+        raise click.BadParameter("must not contain line breaks or other control characters")
     return value
 
 

@@ -222,6 +222,9 @@ def test_allow_host_takes_names_and_ip_literals(
         (["--name", "  "], "--name"),
         (["--name", "Shop", "--identifier", "has space"], "--identifier"),
         (["--name", "Shop", "--identifier", "../x"], "--identifier"),
+        (["--name", "Evil\nshopB  2026-01-01 00:00 UTC  -"], "line breaks"),
+        (["--name", "Shop\u2028B"], "line breaks"),
+        (["--name", "Shop\x1b[2J"], "control characters"),
     ],
 )
 def test_client_create_refuses_bad_values(
@@ -232,6 +235,11 @@ def test_client_create_refuses_bad_values(
     assert result.exit_code != 0
     assert message in result.stderr
     assert client_count(repo) == before
+
+
+def test_client_create_keeps_joiners_in_names(runner: FlaskCliRunner) -> None:
+    name = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645 shop"  # ZWNJ in Persian
+    assert ok_json(pps(runner, "client", "create", "--name", name, "--json"))["identifier"]
 
 
 def test_client_create_duplicate_identifier(
