@@ -2,7 +2,8 @@
 with the reason), not a 500, and no part of the file is left behind.
 
 Needs a filesystem of its own to fill: a small tmpfs, mounted when the tests may mount
-(root with CAP_SYS_ADMIN, as in the project's containers); skipped otherwise."""
+(root with CAP_SYS_ADMIN, as on the project's CI machines); skipped elsewhere, a failure
+under CI (``conftest.missing_service``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ApiClient
+from conftest import ApiClient, missing_service
 from test_uploads import png, upload
 
 
@@ -27,7 +28,7 @@ def files_mount(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "files"
     mount.mkdir()
     if not _mount("-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)):
-        pytest.skip("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
+        missing_service("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
     try:
         yield mount
     finally:
