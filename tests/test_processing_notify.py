@@ -85,11 +85,11 @@ def test_address_rules(address: str, strict: str | None, relaxed: str | None) ->
 )
 def test_private_targets_refused_without_the_setting(url: str) -> None:
     with pytest.raises(ForbiddenTarget):
-        check_notify_url(url, allow_private=False)
+        check_notify_url(url, allow_private=False, timeout=5)
 
 
 def test_loopback_allowed_with_the_setting() -> None:
-    target = check_notify_url("http://127.0.0.1:8080/a?b=c", allow_private=True)
+    target = check_notify_url("http://127.0.0.1:8080/a?b=c", allow_private=True, timeout=5)
     assert (target.scheme, target.host, target.port, target.path) == (
         "http",
         "127.0.0.1",

@@ -160,14 +160,19 @@ def test_public_addresses_are_allowed(address: str) -> None:
 
 
 def test_allowed_hosts_lift_the_private_rule_for_those_names_only() -> None:
-    check_url("http://10.1.2.3/hook", allow_private=False, allowed_hosts=("10.1.2.3",))
-    check_url("http://localhost/hook", allow_private=False, allowed_hosts=("localhost",))
+    check_url("http://10.1.2.3/hook", allow_private=False, allowed_hosts=("10.1.2.3",), timeout=5)
+    check_url("http://localhost/hook", allow_private=False, allowed_hosts=("localhost",), timeout=5)
     with pytest.raises(ValueError, match="private"):
-        check_url("http://10.1.2.4/hook", allow_private=False, allowed_hosts=("10.1.2.3",))
+        check_url(
+            "http://10.1.2.4/hook", allow_private=False, allowed_hosts=("10.1.2.3",), timeout=5
+        )
     # Never the always-refused ranges, whatever the allow-list says.
     with pytest.raises(ValueError, match="link-local"):
         check_url(
-            "http://169.254.169.254/", allow_private=False, allowed_hosts=("169.254.169.254",)
+            "http://169.254.169.254/",
+            allow_private=False,
+            allowed_hosts=("169.254.169.254",),
+            timeout=5,
         )
 
 

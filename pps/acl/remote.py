@@ -6,9 +6,10 @@ the client's ACL URL; the handler answers the same list with ``allowAction`` add
 entry (as the list itself, or under ``actions`` or ``data``). Only ``allowAction: true`` for
 the very action asked allows it; everything else denies: no ACL URL set, a refused
 address, a network error, no answer within ``PPS_ACL_TIMEOUT`` seconds (the deadline of the
-whole request), a non-2xx status, a body that is not that JSON. Each denial says why in
-plain words, shown on the customer's page and in API errors; addresses and a network
-error's own text go only to the log (with the request id), never to a shopper.
+whole request, the lookup of the host name included), a non-2xx status, a body that is not
+that JSON. Each denial says why in plain words, shown on the customer's page and in API
+errors; addresses and a network error's own text go only to the log (with the request id),
+never to a shopper.
 
 The actions (``entityType`` is always ``draft``, ``entityIdentifier`` the draft hash,
 ``userIdentifier`` the draft's user or the user the request acts for):
@@ -31,9 +32,10 @@ from typing import Any, Protocol
 
 from pps.platform.errors import PpsError
 from pps.platform.models import Draft, DraftRef
+from pps.platform.name_lookup import Resolver
 from pps.platform.repository.integrations import SqlIntegrationStore
 from pps.platform.settings import Settings
-from pps.platform.ssrf import ForbiddenTarget, RequestFailed, post
+from pps.platform.ssrf import ForbiddenTarget, NotResolvedInTime, RequestFailed, post
 from pps.platform.strict_json import loads
 
 __all__ = [
@@ -83,9 +85,11 @@ class Decision:
 
 def _unreachable(exc: RequestFailed, timeout: float) -> str:
     """What went wrong on the way to the shop's access control, without addresses."""
+    cause = exc.cause
+    if cause is not None and issubclass(cause, NotResolvedInTime):
+        return f"the shop's access control's host name did not resolve within {timeout:g} s"
     if exc.timed_out:
         return f"the shop's access control did not answer within {timeout:g} s"
-    cause = exc.cause
     if cause is not None and issubclass(cause, ConnectionRefusedError):
         what = "the connection was refused"
     elif cause is not None and issubclass(cause, ssl.SSLError):
@@ -111,8 +115,10 @@ def ask(
     draft_hash: str,
     timeout: float,
     allowed_hosts: Collection[str] = (),
+    resolver: Resolver | None = None,
 ) -> Decision:
-    """The shop's answer for one action; any doubt is a denial."""
+    """The shop's answer for one action; any doubt is a denial. ``resolver``: where the
+    host name is looked up (the process's lookup threads unless given)."""
     if not url:
         return Decision(False, "the shop has no access control URL configured for remote ACL")
     question = {
@@ -139,6 +145,7 @@ def ask(
             allow_private=True,
             allowed_hosts=allowed_hosts,
             purpose="Access control questions",
+            resolver=resolver,
         )
     except ForbiddenTarget as exc:
         reason = "the shop's access control URL is refused by pps's rules for outbound addresses"

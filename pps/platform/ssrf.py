@@ -20,9 +20,12 @@ pps must not become a way to reach what only pps can reach (server-side request 
   DNS answer that changes in between (DNS rebinding) cannot redirect it;
 * redirects are never followed (``http.client`` follows none) and proxies from the
   environment are ignored;
-* one request has one deadline for everything (connect, TLS handshake, send, every
-  read): a receiver that trickles its answer a byte at a time is cut off when the
-  deadline passes, not allowed another timeout per read.
+* one request has one deadline for everything (the name lookup, connect, TLS handshake,
+  send, every read): a receiver that trickles its answer a byte at a time is cut off when
+  the deadline passes, not allowed another timeout per read, and a name server that never
+  answers costs the deadline, not the system resolver's own timeout
+  (:mod:`pps.platform.name_lookup`); checking a URL a shop gives waits for the lookup at
+  most the ``timeout`` the caller passes.
 """
 
 from __future__ import annotations
@@ -38,10 +41,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from urllib.parse import SplitResult, quote, urlsplit
 
+from pps.platform.name_lookup import LookupTimeout, Resolver, default_resolver
+
 __all__ = [
     "SPECIAL_PURPOSE",
     "ForbiddenTarget",
     "IPAddress",
+    "NotResolvedInTime",
     "RequestFailed",
     "Response",
     "Target",
@@ -65,6 +71,11 @@ _PRINTABLE_ASCII = "".join(chr(code) for code in range(0x21, 0x7F))
 
 class ForbiddenTarget(ValueError):
     """The URL may not be called; the message says why, for the shop's developer."""
+
+
+class NotResolvedInTime(ForbiddenTarget):
+    """The host's name did not resolve within the time there was (or every lookup thread
+    waits on a silent name server): the URL cannot be judged now, which may pass."""
 
 
 class RequestFailed(Exception):
@@ -221,13 +232,16 @@ def resolve(
     *,
     allowed_hosts: Collection[str] = (),
     purpose: str = "Requests",
+    timeout: float,
+    resolver: Resolver | None = None,
 ) -> list[IPAddress]:
     """Every address of the target's host, each checked; :class:`ForbiddenTarget` if any fails.
 
     An IP literal is judged without any lookup. For a name, *all* its addresses must be
     allowed: a name with one public and one private address is refused, not half-trusted.
     A host in ``allowed_hosts`` (a client's intranet hosts) is judged as with
-    ``allow_private``.
+    ``allow_private``. The lookup is waited for at most ``timeout`` seconds
+    (:class:`NotResolvedInTime`), in ``resolver``'s threads (the process's by default).
     """
     allow = allow_private or target.host.lower().rstrip(".") in allowed_hosts
     try:
@@ -238,9 +252,9 @@ def resolve(
         addresses = [literal]
     else:
         try:
-            infos = socket.getaddrinfo(
-                target.host, target.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
-            )
+            infos = (resolver or default_resolver()).getaddrinfo(target.host, target.port, timeout)
+        except LookupTimeout as exc:
+            raise NotResolvedInTime(str(exc)) from None
         except (OSError, UnicodeError) as exc:
             raise ForbiddenTarget(f"The host {target.host!r} cannot be resolved: {exc}.") from None
         addresses = []
@@ -268,10 +282,23 @@ def check_url(
     allow_private: bool,
     allowed_hosts: Collection[str] = (),
     purpose: str = "Requests",
+    timeout: float,
+    resolver: Resolver | None = None,
 ) -> Target:
-    """Validate a URL a shop gave; :class:`ForbiddenTarget` if refused."""
+    """Validate a URL a shop gave; :class:`ForbiddenTarget` if refused.
+
+    Called within a web request, so its host name is waited for at most ``timeout``
+    seconds (:class:`NotResolvedInTime`), never the system resolver's own timeout.
+    """
     target = parse_target(url)
-    resolve(target, allow_private, allowed_hosts=allowed_hosts, purpose=purpose)
+    resolve(
+        target,
+        allow_private,
+        allowed_hosts=allowed_hosts,
+        purpose=purpose,
+        timeout=timeout,
+        resolver=resolver,
+    )
     return target
 
 
@@ -364,20 +391,36 @@ def post(
     allow_private: bool,
     allowed_hosts: Collection[str] = (),
     purpose: str = "Requests",
+    resolver: Resolver | None = None,
 ) -> Response:
-    """POST ``body`` to ``url`` once, within ``deadline`` seconds in all.
+    """POST ``body`` to ``url`` once, within ``deadline`` seconds in all, the name lookup
+    included.
 
     :class:`ForbiddenTarget` when the URL or an address is refused (checked now, at send
-    time), :class:`RequestFailed` when no complete answer came in time. Any status is
-    returned as it came; redirects are not followed.
+    time), :class:`RequestFailed` when no complete answer came in time (a name that did not
+    resolve in time is one: ``timed_out``, ``cause`` :class:`NotResolvedInTime`). Any
+    status is returned as it came; redirects are not followed.
     """
-    target = parse_target(url)
-    addresses = resolve(target, allow_private, allowed_hosts=allowed_hosts, purpose=purpose)
-    connection_class = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
     started = time.monotonic()
-    connection = connection_class(target.host, target.port, addresses[0], deadline)
+    target = parse_target(url)
+    try:
+        addresses = resolve(
+            target,
+            allow_private,
+            allowed_hosts=allowed_hosts,
+            purpose=purpose,
+            timeout=deadline,
+            resolver=resolver,
+        )
+    except NotResolvedInTime as exc:
+        raise RequestFailed(str(exc), timed_out=True, cause=NotResolvedInTime) from None
+    left = deadline - (time.monotonic() - started)
+    if left <= 0:
+        raise RequestFailed(f"timed out: no answer within {deadline:g} s", timed_out=True)
+    connection_class = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
+    connection = connection_class(target.host, target.port, addresses[0], left)
     # The socket timeout bounds each call; the timer bounds them all together.
-    timer = threading.Timer(deadline, connection.abort)
+    timer = threading.Timer(left, connection.abort)
     timer.daemon = True
     timer.start()
     try:

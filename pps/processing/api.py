@@ -62,6 +62,7 @@ def create_processing(data: dict[str, Any]) -> tuple[Any, int, dict[str, str]]:
             check_notify_url(
                 notify_url,
                 allow_private=settings.notify_allow_private,
+                timeout=settings.notify_timeout,
                 allowed_hosts=services().integrations.settings(client).allowed_hosts,
             )
         except ForbiddenTarget as exc:

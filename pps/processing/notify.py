@@ -41,14 +41,21 @@ PURPOSE = "Notifications"
 
 
 def check_notify_url(
-    url: str, *, allow_private: bool, allowed_hosts: Collection[str] = ()
+    url: str, *, allow_private: bool, timeout: float, allowed_hosts: Collection[str] = ()
 ) -> Target:
     """Validate a ``stateChangedNotifyUrl`` at submission; :class:`ForbiddenTarget` if refused.
 
     ``allowed_hosts``: the client's intranet hosts (``pps client allow-host``), judged as
-    with ``allow_private``.
+    with ``allow_private``. ``timeout``: the most the host's name lookup is waited for (a
+    web request waits on it; ``PPS_NOTIFY_TIMEOUT`` in pps's views).
     """
-    return check_url(url, allow_private=allow_private, allowed_hosts=allowed_hosts, purpose=PURPOSE)
+    return check_url(
+        url,
+        allow_private=allow_private,
+        allowed_hosts=allowed_hosts,
+        purpose=PURPOSE,
+        timeout=timeout,
+    )
 
 
 class Notifier(Protocol):

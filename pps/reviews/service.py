@@ -307,8 +307,12 @@ class Reviews:
     def _url_problem(self, client: str, url: str) -> str | None:
         hosts = self.svc.integrations.settings(client).allowed_hosts
         try:
+            settings = self.svc.settings
             check_notify_url(
-                url, allow_private=self.svc.settings.notify_allow_private, allowed_hosts=hosts
+                url,
+                allow_private=settings.notify_allow_private,
+                timeout=settings.notify_timeout,
+                allowed_hosts=hosts,
             )
         except ForbiddenTarget as exc:
             return str(exc)

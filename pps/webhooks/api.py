@@ -66,6 +66,8 @@ def create_webhook(data: dict[str, Any]) -> tuple[dict[str, Any], int]:
             allow_private=svc.settings.notify_allow_private,
             allowed_hosts=hosts,
             purpose=PURPOSE,
+            # A web request waits on the name lookup: the notification's short deadline.
+            timeout=svc.settings.notify_timeout,
         )
     except ForbiddenTarget as exc:
         raise ValidationFailed(errors={"url": [str(exc)]}) from None
