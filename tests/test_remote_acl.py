@@ -26,6 +26,7 @@ from joserfc.jws import JWSRegistry
 from processing_support import card_draft, card_template
 
 from app import create_app
+from pps.acl.limit import QUESTIONS_PER_MINUTE
 from pps.acl.remote import ACTIONS, ask
 from pps.editor.autosave_web import AUTOSAVES_PER_SECOND
 from pps.editor.throttle import FORM_SAVE_BURST, FORM_SAVES_PER_MINUTE
@@ -471,3 +472,34 @@ def test_autosaves_past_their_limit_never_ask_the_shop(
             statuses.append(answer.status_code)
             assert len(shop.questions) == before + (answer.status_code != 429), statuses
         assert 429 in statuses and set(statuses) <= {409, 429}, statuses
+
+
+def test_a_login_asks_the_shop_at_most_the_limit_a_minute(
+    setup: tuple[Any, Client, Draft], acl_app: Flask
+) -> None:
+    """Reloading the editor is a question to the shop each time: past the login's limit a
+    page is a 429 (HTML, with Retry-After) and the shop hears nothing more; the same login's
+    file URLs (JSON) are held by the same count."""
+    services, client, draft = setup
+    with shop_for(services, client, allow=set(ACTIONS)) as shop:
+        browser = logged_in(acl_app, client, draft)
+        statuses = []
+        # Two minute windows at most while this runs: the limit is passed within 2n + 1.
+        for _ in range(2 * QUESTIONS_PER_MINUTE + 1):
+            before = len(shop.questions)
+            page = browser.get(f"/editor/{draft.draft_hash}/edit")
+            statuses.append(page.status_code)
+            assert len(shop.questions) == before + (page.status_code != 429), statuses[-3:]
+            if page.status_code == 429:
+                break
+        assert statuses[-1] == 429 and set(statuses[:-1]) == {200}, set(statuses)
+        assert len(statuses) > QUESTIONS_PER_MINUTE
+        assert page.mimetype == "text/html"
+        assert 1 <= int(page.headers["Retry-After"]) <= 60
+        before = len(shop.questions)
+        files = fetch_print(acl_app.test_client(), client, draft)
+        if files.status_code == 429:  # else a new minute began meanwhile
+            assert files.mimetype == "application/json"
+            assert "access control" in files.get_json()["message"]
+            assert 1 <= int(files.headers["Retry-After"]) <= 60
+            assert len(shop.questions) == before

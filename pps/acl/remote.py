@@ -30,6 +30,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pps.acl.limit import TooManyQuestions, question_wait
+from pps.platform.ephemeral import EphemeralStore
 from pps.platform.errors import PpsError
 from pps.platform.models import Draft, DraftRef
 from pps.platform.name_lookup import Resolver
@@ -206,19 +208,31 @@ class AclServices(Protocol):
     @property
     def integrations(self) -> SqlIntegrationStore: ...
 
+    @property
+    def ephemeral(self) -> EphemeralStore: ...
+
 
 def guard(
     services: AclServices, draft: Draft | DraftRef, action: str, user: str | None = None
 ) -> None:
     """Ask the draft's shop before ``action`` when the draft was created with ``remoteAcl``;
-    :class:`AclDenied` unless it allows it. Drafts without the flag pass without a question."""
+    :class:`AclDenied` unless it allows it. Drafts without the flag pass without a question.
+
+    Each question is counted for the login first (:mod:`pps.acl.limit`): past the limit,
+    :class:`TooManyQuestions` (429) and the shop is not asked.
+    """
     if not draft.remote_acl:
         return
+    who = user or draft.user_identifier
     config = services.integrations.settings(draft.client_identifier)
+    if config.acl_url:  # without a URL nothing is sent: the answer is a denial
+        wait = question_wait(services.ephemeral, draft.client_identifier, who)
+        if wait:
+            raise TooManyQuestions(wait)
     require(
         config.acl_url,
         action,
-        user_identifier=user or draft.user_identifier,
+        user_identifier=who,
         draft_hash=draft.draft_hash,
         timeout=services.settings.acl_timeout,
         allowed_hosts=config.allowed_hosts,
