@@ -26,6 +26,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from pps.platform.repository import Repository
@@ -47,6 +48,7 @@ __all__ = [
     "WorkerServices",
     "configure_worker",
     "open_job_queue",
+    "queue_processing",
     "uses_redis",
     "worker_services",
 ]
@@ -117,23 +119,51 @@ class RqJobQueue:
 
     def enqueue(self, client: str, processing_id: str, draft_count: int) -> None:
         import redis
-        from rq import Callback
 
         try:
-            self.queue.enqueue_call(
-                RQ_JOB,
-                args=(client, processing_id),
+            queue_processing(
+                self.queue,
+                client,
+                processing_id,
                 timeout=JOB_TIMEOUT_BASE + JOB_TIMEOUT_PER_DRAFT * draft_count,
-                result_ttl=RESULT_TTL,
-                failure_ttl=FAILURE_TTL,
-                description=f"pdf-processing {processing_id}",
-                on_failure=Callback(RQ_ON_FAILURE),
             )
         except redis.RedisError as exc:
             raise JobQueueUnavailable(str(exc)) from exc
 
     def close(self) -> None:
         self.connection.close()
+
+
+def queue_processing(
+    queue: Any,
+    client: str,
+    processing_id: str,
+    *,
+    timeout: int,
+    meta: dict[str, Any] | None = None,
+    delay: float = 0.0,
+) -> None:
+    """Put the job of a processing on ``queue`` (an RQ ``Queue``): now, or after ``delay``
+    seconds (a retry; a worker started with its scheduler moves it to the queue then).
+
+    ``meta`` is what a retry carries over (see :mod:`pps.processing.retry`).
+    """
+    from rq import Callback
+
+    job = queue.create_job(
+        RQ_JOB,
+        args=(client, processing_id),
+        timeout=timeout,
+        result_ttl=RESULT_TTL,
+        failure_ttl=FAILURE_TTL,
+        description=f"pdf-processing {processing_id}",
+        meta=meta,
+        on_failure=Callback(RQ_ON_FAILURE),
+    )
+    if delay > 0:
+        queue.schedule_job(job, datetime.now(UTC) + timedelta(seconds=delay))
+    else:
+        queue.enqueue_job(job)
 
 
 class Dispatch(Protocol):

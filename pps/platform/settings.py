@@ -43,6 +43,8 @@ class Settings:
     notify_timeout: float = 5.0
     notify_attempts: int = 5
     notify_backoff: float = 1.0
+    job_retries: int = 8
+    job_retry_backoff: float = 15.0
     max_image_pixels: int = 40_000_000
     renders_per_minute: int = 600
     redis_timeout: float = 2.0
@@ -80,10 +82,12 @@ _INT_SETTINGS = {
     "max_image_pixels": "PPS_MAX_IMAGE_PIXELS",
     "renders_per_minute": "PPS_RENDERS_PER_MINUTE",
     "max_variable_rows": "PPS_MAX_VARIABLE_ROWS",
+    "job_retries": "PPS_JOB_RETRIES",
 }
 _FLOAT_SETTINGS = {
     "notify_timeout": "PPS_NOTIFY_TIMEOUT",
     "notify_backoff": "PPS_NOTIFY_BACKOFF",
+    "job_retry_backoff": "PPS_JOB_RETRY_BACKOFF",
     "redis_timeout": "PPS_REDIS_TIMEOUT",
     "database_timeout": "PPS_DATABASE_TIMEOUT",
 }
@@ -321,6 +325,8 @@ def load_settings(
             "PPS_WEBHOOK_ATTEMPTS, _CONCURRENCY, _PER_CLIENT and _LIMIT must be at least 1; "
             "PPS_WEBHOOK_TIMEOUT, _POLL and PPS_ACL_TIMEOUT more than 0"
         )
+    if settings.job_retries < 0 or settings.job_retry_backoff < 0:
+        raise SettingsError("PPS_JOB_RETRIES and PPS_JOB_RETRY_BACKOFF must not be negative")
     if settings.redis_timeout <= 0 or settings.database_timeout <= 0:
         raise SettingsError("PPS_REDIS_TIMEOUT and PPS_DATABASE_TIMEOUT must be more than 0")
     if not settings.base_url.startswith(("http://", "https://")):

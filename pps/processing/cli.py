@@ -64,8 +64,10 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
         err=True,
     )
     try:
+        # The scheduler queues the retries of jobs that met an outage when they are due
+        # (pps.processing.retry); in burst mode it queues those due at start, then stops.
         worker_class([queue], connection=connection, name=name).work(
-            burst=burst, logging_level="INFO", with_scheduler=False
+            burst=burst, logging_level="INFO", with_scheduler=True
         )
     finally:
         configure_worker(None)

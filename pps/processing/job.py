@@ -7,9 +7,11 @@ status is read back and handed to the notifier, which queues it in the webhook o
 (:mod:`pps.webhooks.notifications`): the dispatcher delivers it, durable and retried, and
 no job ever waits for the shop's receiver.
 
-A job may run more than once (RQ retries, a second worker picking up the same id, a resumed
-job after a crash): drafts already final are skipped, and the store's guarded updates keep
-a draft from moving backwards.
+A job may run more than once (a retry after an outage, a second worker picking up the same
+id, a resumed job after a crash): drafts already final are skipped, and the store's guarded
+updates keep a draft from moving backwards. A failure of a backing service (see
+:func:`pps.platform.outages.outage_message`) leaves the drafts as they are, for the retry
+(:mod:`pps.processing.retry`); any other failure fails what is unfinished at once.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pps.platform.models import Draft, Template
+from pps.platform.outages import outage_message
 from pps.platform.queue import JobServices
 from pps.platform.repository import Repository
 from pps.platform.repository.processing import (
@@ -70,8 +73,21 @@ class ProcessingJob:
 
 
 def run_in_process(services: JobServices, client: str, processing_id: str) -> object:
-    """The job queue's runner without Redis (a thread of the app): the same job as RQ's."""
-    return run_processing(job_from_services(services), client, processing_id)
+    """The job queue's runner without Redis (a thread of the app): the same job as RQ's.
+
+    The thread has no retry: after an outage it fails what is unfinished if the store
+    lets it, naming the outage."""
+    job = job_from_services(services)
+    try:
+        return run_processing(job, client, processing_id)
+    except Exception as exc:
+        outage = outage_message(exc)
+        if outage is not None:
+            try:
+                fail_processing(job, client, processing_id, f"Rendering was stopped. {outage}")
+            except Exception:
+                log.exception("could not mark processing %s as failed", processing_id)
+        raise
 
 
 def job_from_services(services: JobServices) -> ProcessingJob:
@@ -138,10 +154,12 @@ def run_processing(job: ProcessingJob, client: str, processing_id: str) -> Proce
                 file_key=file_key,
             ):
                 _announce(job, notifier, client, processing_id)
-    except BaseException:
-        # The store is unreachable or the job is being killed (RQ's timeout): what is not
-        # final cannot be finished by this run. Mark it failed if the store lets us.
-        _fail_quietly(job, client, processing_id, INTERNAL, notifier)
+    except BaseException as exc:
+        # The job is being killed (RQ's timeout) or hit a bug: what is not final cannot be
+        # finished by this run, so mark it failed if the store lets us. A backing service
+        # that is down is no reason to fail the drafts: the job is retried.
+        if not _is_outage(exc):
+            _fail_quietly(job, client, processing_id, INTERNAL, notifier)
         raise
     finally:
         notifier.close(job.notify_drain)
@@ -149,13 +167,18 @@ def run_processing(job: ProcessingJob, client: str, processing_id: str) -> Proce
 
 
 def fail_processing(job: ProcessingJob, client: str, processing_id: str, message: str) -> None:
-    """Mark what is not final as failed and notify once (a job that died on the way)."""
+    """Mark what is not final as failed and notify once (a job that died on the way).
+
+    Raises what the store raises: a caller that gives up after an outage must know
+    whether the failure was recorded, or the drafts would stay ``pending`` unnoticed.
+    """
     processing = job.store.get(client, processing_id)
     if processing is None:
         return
     notifier = job.notifier(processing)
     try:
-        _fail_quietly(job, client, processing_id, message, notifier)
+        if job.store.fail_unfinished(client, processing_id, message):
+            _announce(job, notifier, client, processing_id)
     finally:
         notifier.close(job.notify_drain)
 
@@ -175,10 +198,16 @@ def _render_one(
     except RenderError as exc:
         # Messages of the renderer name the DataKey or option at fault: fit for the shop.
         return FAILED, str(exc) or type(exc).__name__, None
-    except Exception:
+    except Exception as exc:
+        if _is_outage(exc):
+            raise  # the variable data could not be read: retried, not the draft's fault
         log.exception("rendering draft %s of client %s failed", draft_hash, client)
         return FAILED, INTERNAL, None
     return PROCESSED, None, stored.key
+
+
+def _is_outage(exc: BaseException) -> bool:
+    return isinstance(exc, Exception) and outage_message(exc) is not None
 
 
 def _announce(job: ProcessingJob, notifier: Notifier, client: str, processing_id: str) -> None:

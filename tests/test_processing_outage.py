@@ -1,0 +1,178 @@
+"""Batch jobs that meet a database outage: retried by ``pps worker`` until the outcome can
+be recorded, never left ``pending``; the shop hears of the final state exactly once.
+
+A private PostgreSQL cluster (``fault_support``) is shut down while a real ``pps worker
+--burst`` runs the job, and started again; the queue is a private redis-server. The
+retries wait ``PPS_JOB_RETRY_BACKOFF`` (1 s here): the tests run the worker again until the
+state is final, and assert on states and counts only.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from conftest import TEST_SECRET_KEY, ApiClient
+from fault_support import PostgresCluster, RedisProcess
+from flask import Flask
+from processing_support import Receiver, card_draft, card_template, receiver, snapshot_states
+from rq import Queue
+from server_support import pps_script
+
+from app import create_app
+from pps.platform.outages import DATABASE_DOWN
+from pps.platform.queue import QUEUE_NAME
+from pps.platform.repository.sql import SqlRepository
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+URL = "/api-ext/pdf-processing"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PostgresCluster]:
+    server = PostgresCluster()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def redis_process(tmp_path: Path) -> Iterator[RedisProcess]:
+    server = RedisProcess(tmp_path)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def app(tmp_path: Path, cluster: PostgresCluster, redis_process: RedisProcess) -> Iterator[Flask]:
+    if cluster.proc is None:
+        cluster.start()  # a test that failed half-way left it stopped
+    app = create_app(
+        {
+            "instance_path": tmp_path / "instance",
+            "database_url": cluster.create_database(f"pps_{secrets.token_hex(4)}"),
+            "redis_url": redis_process.url,
+            "secret_key": TEST_SECRET_KEY,
+            "base_url": "http://localhost",
+            "notify_allow_private": True,
+        }
+    )
+    try:
+        yield app
+    finally:
+        app.extensions["pps"].close()
+
+
+def worker(app: Flask, retries: int, *, database_up: bool = True) -> None:
+    """``pps worker --burst``, as deployed: a forking worker with its scheduler. With the
+    database down, its last step (sending what the outbox holds) fails the command."""
+    settings = app.extensions["pps.settings"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+    env.update(
+        PPS_INSTANCE_PATH=str(settings.instance_path),
+        PPS_DATABASE_URL=settings.resolved_database_url,
+        PPS_REDIS_URL=settings.redis_url,
+        PPS_SECRET_KEY=TEST_SECRET_KEY,
+        PPS_NOTIFY_ALLOW_PRIVATE="1",
+        PPS_NOTIFY_BACKOFF="0.02",
+        PPS_JOB_RETRIES=str(retries),
+        PPS_JOB_RETRY_BACKOFF="1",
+    )
+    done = subprocess.run(
+        [pps_script(), "worker", "--burst"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == (0 if database_up else 1), done.stderr
+
+
+def submit(app: Flask, hook: Receiver) -> tuple[str, ApiClient]:
+    repo: SqlRepository = app.extensions["pps"].repository
+    shop = repo.create_client("Shop")
+    draft = card_draft(repo, shop, card_template(repo, shop), "Ada")
+    api = ApiClient(app.test_client(), shop.api_key)
+    response = api.post(
+        URL, json={"draftIds": [draft.draft_hash], "stateChangedNotifyUrl": hook.url}
+    )
+    assert response.status_code == 201, response.get_data()
+    return response.get_json()["processingId"], api
+
+
+def status(api: ApiClient, processing_id: str) -> dict[str, Any]:
+    response = api.get(f"{URL}/{processing_id}")
+    assert response.status_code == 200, response.get_data()
+    return response.get_json()  # type: ignore[no-any-return]
+
+
+def scheduled(app: Flask) -> int:
+    """Jobs waiting in RQ's scheduled registry: the retries."""
+    connection = redis.Redis.from_url(app.extensions["pps.settings"].redis_url)
+    try:
+        return Queue(QUEUE_NAME, connection=connection).scheduled_job_registry.count
+    finally:
+        connection.close()
+
+
+def run_until_final(app: Flask, api: ApiClient, processing_id: str, retries: int) -> list[str]:
+    """Run the worker until the drafts are final (the retry waits its backoff first)."""
+    deadline = time.monotonic() + 90
+    while True:
+        states = snapshot_states(status(api, processing_id))
+        if all(state in ("processed", "failed") for state in states):
+            return states
+        assert time.monotonic() < deadline, states
+        time.sleep(0.5)
+        worker(app, retries)
+
+
+def test_a_job_that_met_a_database_outage_is_rendered_once_it_is_back(
+    app: Flask, cluster: PostgresCluster
+) -> None:
+    with receiver() as hook:
+        processing_id, api = submit(app, hook)
+        cluster.stop()
+        try:
+            worker(app, retries=3, database_up=False)
+            assert scheduled(app) == 1  # the retry waits in Redis
+        finally:
+            cluster.start()
+        assert snapshot_states(status(api, processing_id)) == ["pending"]
+        assert run_until_final(app, api, processing_id, retries=3) == ["processed"]
+        bodies = hook.bodies()
+    assert scheduled(app) == 0
+    final = [snapshot_states(body) for body in bodies if snapshot_states(body) == ["processed"]]
+    assert len(final) == 1
+    assert snapshot_states(bodies[-1]) == ["processed"]
+
+
+def test_a_job_whose_retries_are_used_up_ends_failed_naming_the_outage(
+    app: Flask, cluster: PostgresCluster
+) -> None:
+    """No retry allowed: the failure itself cannot be written while the database is
+    down, so the job comes back to write it, and the draft ends failed, not pending."""
+    with receiver() as hook:
+        processing_id, api = submit(app, hook)
+        cluster.stop()
+        try:
+            worker(app, retries=0, database_up=False)
+            time.sleep(1.5)  # the give-up is due: run it while the database is still down
+            worker(app, retries=0, database_up=False)
+            assert scheduled(app) == 1
+        finally:
+            cluster.start()
+        assert run_until_final(app, api, processing_id, retries=0) == ["failed"]
+        bodies = hook.bodies()
+    assert scheduled(app) == 0
+    message = status(api, processing_id)["draftStates"][0]["message"]
+    assert "given up" in message and DATABASE_DOWN in message
+    assert [snapshot_states(body) for body in bodies] == [["failed"]]
+    assert bodies[-1]["draftStates"][0]["message"] == message
