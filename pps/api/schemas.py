@@ -358,10 +358,12 @@ class MergeInput(Input):
 
 class QueryNumber(fields.Integer):
     """A whole number written in ASCII digits, as query strings carry them: ``int()``
-    alone would also read ``page=٢`` (an Arabic-Indic two), ``1_000`` and `` 5 ``."""
+    alone would also read ``page=٢`` (an Arabic-Indic two), ``1_000`` and `` 5 ``. A minus
+    sign is read, so ``page=-1`` gets the range's message rather than "not a number"."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
-        if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        digits = value[1:] if isinstance(value, str) and value.startswith("-") else value
+        if isinstance(digits, str) and not (digits.isascii() and digits.isdigit()):
             raise self.make_error("invalid")
         return super()._deserialize(value, attr, data, **kwargs)
 
