@@ -25,7 +25,7 @@ from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
 from werkzeug.http import parse_date
 
-from pps.auth.login import SESSION_LIFETIME
+from pps.auth.login import SESSION_LIFETIME, key_tag
 from pps.platform.ephemeral import nonce_key
 from pps.platform.models import Client, User
 from pps.platform.repository.sql import SqlRepository
@@ -616,6 +616,7 @@ def test_login_answer_is_a_bodiless_redirect_with_a_fresh_session(
         "_permanent": True,
         "client": tenant.identifier,
         "user": user.identifier,
+        "key": key_tag(tenant.api_key, app.extensions["pps"].settings.secret_key),
         "editor": grants,
     }
     assert attributes == {
@@ -712,6 +713,25 @@ def test_a_browser_that_never_saw_the_login_opens_the_editor_with_its_location(
     assert f"{session_cookie_name()}=" in set_cookie(exchanged)
     page = framed.get(exchanged.headers["Location"])
     assert page.status_code == 200 and 'value="Ada Lovelace"' in page.get_data(as_text=True)
+
+
+def test_rotating_the_api_key_ends_the_sessions_of_earlier_logins(
+    app: Flask, repo: SqlRepository, tenant: Client, user: User, draft_hash: str
+) -> None:
+    """A shop that rotates a leaked key ends every session a login signed with it made;
+    a login signed with the new key opens the editor again."""
+    browser = app.test_client()
+    exchanged = browser.get(shop_calls_auth(app, tenant, user, draft_hash))
+    editor = exchanged.headers["Location"]
+    assert browser.get(editor).status_code == 200
+    rotated = repo.rotate_api_key(tenant.identifier)
+    assert rotated is not None
+    refused = browser.get(editor)
+    assert refused.status_code == 401 and refused.mimetype == "text/html"
+    fresh = app.test_client()
+    exchanged = fresh.get(shop_calls_auth(app, rotated, user, draft_hash))
+    assert fresh.get(exchanged.headers["Location"]).status_code == 200
+    assert browser.get(editor).status_code == 401  # the old session stays ended
 
 
 @pytest.mark.parametrize("stale", ["handoff=old", "hand%6Fff=old&handoff=older"])

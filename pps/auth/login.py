@@ -9,6 +9,8 @@ reason before the nonce is claimed is not used up. What a successful login grant
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -25,12 +27,15 @@ from pps.platform.services import Services
 __all__ = [
     "SESSION_CLIENT",
     "SESSION_EDITOR",
+    "SESSION_KEY",
     "SESSION_LIFETIME",
     "SESSION_LOGIN_AT",
     "SESSION_USER",
     "Login",
+    "key_tag",
     "log_in",
     "login_current",
+    "login_key_current",
 ]
 
 #: How long a login lasts, counted from the login itself (:func:`login_current`). The
@@ -41,6 +46,8 @@ SESSION_LIFETIME = timedelta(hours=8)
 SESSION_CLIENT = "client"
 SESSION_USER = "user"
 SESSION_LOGIN_AT = "login_at"
+SESSION_KEY = "key"
+"""The :func:`key_tag` of the API key the login's token was checked with."""
 SESSION_EDITOR = "editor"
 """``{draftHash: {"callbacks": {...}, "step": ...}}`` for the drafts this login may open."""
 
@@ -56,6 +63,8 @@ class Login:
     at: int
     location: str | None
     """Where to send the browser (ready for ``Location``), or None for the landing page."""
+    key: str = field(repr=False)
+    """:func:`key_tag` of the client's API key at the login."""
     editor: dict[str, Any] = field(repr=False)
     """The editor grants: the callbacks of the editor URL in the signed ``redirect``, by
     draft (see :data:`SESSION_EDITOR`); empty when the redirect is not to the editor."""
@@ -69,8 +78,23 @@ class Login:
             SESSION_CLIENT: self.client,
             SESSION_USER: self.user,
             SESSION_LOGIN_AT: self.at,
+            SESSION_KEY: self.key,
             SESSION_EDITOR: self.editor,
         }
+
+
+def key_tag(api_key: str, secret_key: str) -> str:
+    """A short tag of ``api_key``, keyed with pps's secret key: a session records which of
+    its client's keys signed its login, so that rotating a key (after a leak, say) ends the
+    sessions its logins made. The cookie can be read by whoever holds it, so the key's own
+    hash is not put there; 64 bits of an HMAC tell two keys apart and say nothing of either.
+    """
+    return hmac.new(secret_key.encode(), api_key.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def login_key_current(tag: object, api_key: str, secret_key: str) -> bool:
+    """Whether a session's :data:`SESSION_KEY` ``tag`` is that of the client's key now."""
+    return isinstance(tag, str) and hmac.compare_digest(tag, key_tag(api_key, secret_key))
 
 
 def login_current(login_at: object, *, now: float) -> bool:
@@ -146,6 +170,7 @@ def log_in(svc: Services, raw: str, *, request_path: str) -> Login:
         client=client.identifier,
         user=token.user,
         at=int(checked.now),
+        key=key_tag(client.api_key, svc.settings.secret_key),
         location=location,
         editor=_editor_grants(target),
         handoff=code,

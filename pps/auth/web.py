@@ -17,12 +17,14 @@ from pps.auth.handoff import HANDOFF_PARAM, is_handoff_part, take_handoff
 from pps.auth.login import (
     SESSION_CLIENT,
     SESSION_EDITOR,
+    SESSION_KEY,
     SESSION_LIFETIME,
     SESSION_LOGIN_AT,
     SESSION_USER,
     Login,
     log_in,
     login_current,
+    login_key_current,
 )
 from pps.auth.way_back import from_redirect
 from pps.platform.errors import Unauthorized
@@ -106,11 +108,19 @@ def exchange_handoff() -> Response | None:
 def logged_in_as() -> tuple[str, str] | None:
     """(client, user) of the current session, or None; also None once the login is older
     than ``SESSION_LIFETIME``, however recently the session was used (see
-    :func:`~pps.auth.login.login_current`)."""
+    :func:`~pps.auth.login.login_current`), once the client is disabled, and once its API
+    key is another than the one its login was checked with
+    (:func:`~pps.auth.login.key_tag`)."""
     client = session.get(SESSION_CLIENT)
     user = session.get(SESSION_USER)
     if not (isinstance(client, str) and isinstance(user, str)):
         return None
     if not login_current(session.get(SESSION_LOGIN_AT), now=time.time()):
+        return None
+    svc = services()
+    found = svc.clients.get(client)
+    if found is None or not login_key_current(
+        session.get(SESSION_KEY), found.api_key, svc.settings.secret_key
+    ):
         return None
     return client, user
