@@ -1,15 +1,16 @@
 """The application factory. Nothing runs at import: ``wsgi.py``, the ``pps`` console script
-(:mod:`pps.__main__`) and the tests call it; the top-level ``app.py`` re-exports it for
-``flask --app app``."""
+(:mod:`pps.__main__`) and the tests call it; the top-level ``app.py`` re-exports
+:func:`create_app_or_stop` as ``create_app`` for ``flask --app app``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import click
 from flask import Flask
 
-from pps.platform.settings import Settings, load_settings
+from pps.platform.settings import Settings, SettingsError, load_settings
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -24,6 +25,22 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     register_hooks(app)
     register_cli(app)
     return app
+
+
+class SettingsStop(SettingsError, click.ClickException):
+    """A :class:`SettingsError` that click prints as one line (flask printed a traceback);
+    callers in Python still catch it as a SettingsError."""
+
+    def __init__(self, message: str) -> None:
+        click.ClickException.__init__(self, message)
+
+
+def create_app_or_stop(config: Mapping[str, Any] | None = None) -> Flask:
+    """:func:`create_app`, stopping ``flask --app app`` with one line on a bad setting."""
+    try:
+        return create_app(config)
+    except SettingsError as exc:
+        raise SettingsStop(str(exc)) from None
 
 
 def register_settings(app: Flask, settings: Settings) -> None:
