@@ -4,6 +4,7 @@ running queued jobs the way production does (an RQ worker, or the app's own thre
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -163,3 +164,20 @@ def _run_jobs(app: Flask, mode: str) -> None:
 
 def snapshot_states(body: dict[str, Any]) -> list[str]:
     return [item["state"] for item in body["draftStates"]]
+
+
+def worker_env(app: Flask, **extra: str) -> dict[str, str]:
+    """The environment of a ``pps worker`` process for ``app``: its instance, database,
+    Redis and secret key, notifications to loopback with short waits, then ``extra``."""
+    settings = app.extensions["pps.settings"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+    env.update(
+        PPS_INSTANCE_PATH=str(settings.instance_path),
+        PPS_DATABASE_URL=settings.resolved_database_url,
+        PPS_REDIS_URL=settings.redis_url,
+        PPS_SECRET_KEY=settings.secret_key,
+        PPS_NOTIFY_ALLOW_PRIVATE="1",
+        PPS_NOTIFY_BACKOFF="0.02",
+        **extra,
+    )
+    return env

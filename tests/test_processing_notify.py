@@ -8,7 +8,6 @@ connection is made; every receiver is a real HTTP server on 127.0.0.1.
 from __future__ import annotations
 
 import ipaddress
-import os
 import subprocess
 from typing import Any
 
@@ -18,7 +17,14 @@ from alembic.migration import MigrationContext
 from api_support import assert_error
 from conftest import TEST_SECRET_KEY, ApiClient
 from flask import Flask
-from processing_support import card_draft, card_template, receiver, run_jobs, snapshot_states
+from processing_support import (
+    card_draft,
+    card_template,
+    receiver,
+    run_jobs,
+    snapshot_states,
+    worker_env,
+)
 from server_support import pps_script
 
 from pps.platform.models import Client
@@ -236,20 +242,6 @@ def test_store_is_scoped_by_client(
 # -- the worker command ------------------------------------------------------------------
 
 
-def _env(app: Flask) -> dict[str, str]:
-    settings = app.extensions["pps.settings"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env.update(
-        PPS_INSTANCE_PATH=str(settings.instance_path),
-        PPS_DATABASE_URL=settings.resolved_database_url,
-        PPS_REDIS_URL=settings.redis_url,
-        PPS_SECRET_KEY=TEST_SECRET_KEY,
-        PPS_NOTIFY_ALLOW_PRIVATE="1",
-        PPS_NOTIFY_BACKOFF="0.02",
-    )
-    return env
-
-
 @pytest.mark.slow
 def test_pps_worker_burst_renders_queued_jobs(
     app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client
@@ -267,7 +259,7 @@ def test_pps_worker_burst_renders_queued_jobs(
         # The forking worker, as `make run` starts it: each job runs in a child process.
         done = subprocess.run(
             [pps_script(), "worker", "--burst"],
-            env=_env(app),
+            env=worker_env(app),
             capture_output=True,
             text=True,
             timeout=120,
@@ -282,7 +274,7 @@ def test_pps_worker_burst_renders_queued_jobs(
 
 @pytest.mark.slow
 def test_pps_worker_without_redis_says_none_is_needed(app: Flask) -> None:
-    env = {**_env(app), "PPS_REDIS_URL": ""}
+    env = {**worker_env(app), "PPS_REDIS_URL": ""}
     done = subprocess.run(
         [pps_script(), "worker", "--burst"], env=env, capture_output=True, text=True, timeout=60
     )

@@ -9,7 +9,6 @@ state is final, and assert on states and counts only.
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 import time
@@ -22,7 +21,14 @@ import redis
 from conftest import TEST_SECRET_KEY, ApiClient
 from fault_support import PostgresCluster, RedisProcess
 from flask import Flask
-from processing_support import Receiver, card_draft, card_template, receiver, snapshot_states
+from processing_support import (
+    Receiver,
+    card_draft,
+    card_template,
+    receiver,
+    snapshot_states,
+    worker_env,
+)
 from rq import Queue
 from server_support import pps_script
 
@@ -77,18 +83,7 @@ def app(tmp_path: Path, cluster: PostgresCluster, redis_process: RedisProcess) -
 def worker(app: Flask, retries: int, *, database_up: bool = True) -> None:
     """``pps worker --burst``, as deployed: a forking worker with its scheduler. With the
     database down, its last step (sending what the outbox holds) fails the command."""
-    settings = app.extensions["pps.settings"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env.update(
-        PPS_INSTANCE_PATH=str(settings.instance_path),
-        PPS_DATABASE_URL=settings.resolved_database_url,
-        PPS_REDIS_URL=settings.redis_url,
-        PPS_SECRET_KEY=TEST_SECRET_KEY,
-        PPS_NOTIFY_ALLOW_PRIVATE="1",
-        PPS_NOTIFY_BACKOFF="0.02",
-        PPS_JOB_RETRIES=str(retries),
-        PPS_JOB_RETRY_BACKOFF="1",
-    )
+    env = worker_env(app, PPS_JOB_RETRIES=str(retries), PPS_JOB_RETRY_BACKOFF="1")
     done = subprocess.run(
         [pps_script(), "worker", "--burst"], env=env, capture_output=True, text=True, timeout=120
     )
