@@ -29,6 +29,7 @@ from pps.auth.login import (
 from pps.auth.way_back import from_redirect
 from pps.platform.errors import Unauthorized
 from pps.platform.http_headers import TOKEN_URL_HEADERS
+from pps.platform.models import Client
 from pps.web import bp
 from pps.web.common import bodiless_redirect, refuse_head, services, token_redirect
 from pps.web.error_pages import page_locale
@@ -105,7 +106,7 @@ def exchange_handoff() -> Response | None:
     return bodiless_redirect(location, status=303, headers=TOKEN_URL_HEADERS)
 
 
-def logged_in_as() -> tuple[str, str] | None:
+def logged_in_as() -> tuple[Client, str] | None:
     """(client, user) of the current session, or None; also None once the login is older
     than ``SESSION_LIFETIME``, however recently the session was used (see
     :func:`~pps.auth.login.login_current`), once the client is disabled, and once its API
@@ -123,4 +124,4 @@ def logged_in_as() -> tuple[str, str] | None:
         session.get(SESSION_KEY), found.api_key, svc.settings.secret_key
     ):
         return None
-    return client, user
+    return found, user

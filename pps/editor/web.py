@@ -355,7 +355,8 @@ def _load(draft_hash: str) -> EditorContext:
     identity = logged_in_as()
     if identity is None:
         raise LoginRequired()
-    client_id, user_id = identity
+    client, user_id = identity
+    client_id = client.identifier
     svc = services()
     draft = svc.repository.get_draft(client_id, draft_hash)
     if draft is None:
@@ -364,9 +365,6 @@ def _load(draft_hash: str) -> EditorContext:
         svc.repository, client_id, user_id, draft
     ):
         raise _with_way_back(LoginRequired(), draft_hash)
-    client = svc.clients.get(client_id)
-    if client is None:  # disabled since the login
-        raise LoginRequired()
     template = svc.repository.get_template(client_id, draft.template_identifier)
     spec = None
     if template is not None:

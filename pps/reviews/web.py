@@ -82,9 +82,8 @@ def _load(review_id: str) -> Visit:
     identity = logged_in_as()
     if identity is None:
         raise ReviewLoginRequired()
-    client_id, user_id = identity
-    if services().clients.get(client_id) is None:  # disabled since the login
-        raise ReviewLoginRequired()
+    client, user_id = identity
+    client_id = client.identifier
     review = _reviews().store.get(client_id, review_id)
     if review is None:
         raise NotFound("There is no such review.")
