@@ -6,6 +6,7 @@ Each refusal is checked three ways: the status, the JSON body clients read (``me
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
@@ -452,6 +453,41 @@ def test_chunked_body_at_the_limit_is_read_whole(app: Flask, api: ApiClient) -> 
     response = chunked(api, "POST", "/api-ext/user", padded, "application/json")
     assert response.status_code == 201, response.get_data(as_text=True)
     assert response.get_json()["data"]["profile"]["lastName"] == "Lovelace"
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate, gzip", "br"])
+def test_encoded_body_is_415_and_changes_nothing(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str], coding: str
+) -> None:
+    """pps decodes no Content-Encoding: a body claiming one is refused, not read as plain."""
+    before = snapshot(repo)
+    plain = json.dumps({"firstName": "Ada"}).encode()
+    for method, path in WITH_BODY:
+        target = url(path, world)
+        for body in (plain, gzip.compress(plain)):
+            response = api.request(
+                method,
+                target,
+                data=body,
+                headers={"Content-Encoding": coding, "Content-Type": "application/json"},
+            )
+            error = assert_error(response, 415)
+            assert "Content-Encoding" in error["message"], error
+            assert response.headers["Accept-Encoding"] == "identity"
+    assert snapshot(repo) == before
+
+
+def test_identity_coding_and_empty_encoded_body_are_read(api: ApiClient) -> None:
+    body = json.dumps({"firstName": "Ada"})
+    response = api.post(
+        "/api-ext/user",
+        data=body,
+        headers={"Content-Encoding": "identity", "Content-Type": "application/json"},
+    )
+    assert response.status_code == 201, response.get_data(as_text=True)
+    # No body: nothing is encoded, so nothing to refuse.
+    response = api.post("/api-ext/user", headers={"Content-Encoding": "gzip"})
+    assert response.status_code == 201, response.get_data(as_text=True)
 
 
 @pytest.mark.parametrize("endpoint", WITH_BODY, ids=endpoint_id)

@@ -31,7 +31,10 @@ STATUS_DESCRIPTIONS = {
     406: "The Accept header excludes application/json.",
     409: "The request conflicts with the current state of the resource.",
     413: "The body is larger than the limit.",
-    415: "The body is neither application/json nor a form.",
+    415: (
+        "The body is neither application/json nor a form, or it is sent with a "
+        "`Content-Encoding` (none is decoded)."
+    ),
     422: "The data was understood but is invalid; `errors` says per field.",
     429: "Too many requests; `Retry-After` says when to try again.",
     503: "A backing service is unavailable; nothing was done. Try again shortly.",

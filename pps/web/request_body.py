@@ -7,6 +7,12 @@ body is dropped and the request is processed without it (Werkzeug 3.1's
 ``LimitedStream.readall``). :class:`LimitedRequest` reads one byte past the limit to tell
 a body that ends there from one that goes on, and answers the latter with 413 like a
 ``Content-Length`` over the limit.
+
+A body with a ``Content-Encoding`` (gzip, deflate, br, ...) is refused with 415 when it is
+read: pps decodes none, and reading gzip bytes as JSON or a form would either fail with a
+misleading message or, for a body that merely claims a coding, be processed as something the
+client said it was not. RFC 9110 15.5.16: 415 for an unsupported content coding, with
+``Accept-Encoding`` naming the codings accepted (only ``identity``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from flask import Request
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.utils import cached_property
 from werkzeug.wsgi import LimitedStream
+
+from pps.platform.errors import UnsupportedMediaType
 
 __all__ = ["LimitedRequest", "MaxBodyStream"]
 
@@ -40,9 +48,22 @@ class MaxBodyStream(LimitedStream):
         return data
 
 
+def _has_body(request: Request) -> bool:
+    length = request.content_length
+    if length is None:
+        return "Transfer-Encoding" in request.headers
+    return length > 0
+
+
 class LimitedRequest(Request):
     @cached_property
     def stream(self) -> IO[bytes]:
+        coding = self.headers.get("Content-Encoding", "").strip()
+        if coding and coding.lower() != "identity" and _has_body(self):
+            raise UnsupportedMediaType(
+                f"Content-Encoding {coding!r} is not supported: send the body unencoded.",
+                headers={"Accept-Encoding": "identity"},
+            )
         limit = self.max_content_length
         if (
             not self.shallow
