@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TEST_SECRET_KEY, free_port
-from server_support import BIN, GUNICORN_CONF, ROOT
+from server_support import BIN, GUNICORN_CONF, ROOT, pps_script
 
 from app import create_app
 from pps.platform.settings import SettingsError
@@ -77,6 +77,55 @@ def test_an_instance_or_files_folder_that_cannot_be_made_is_named(
         name = "PPS_INSTANCE_PATH" if setting == "instance_path" else "PPS_FILES_DIR"
         assert str(refused.value).startswith(f"{name}: "), refused.value
         assert str(a_file) in str(refused.value)
+
+
+def test_gunicorn_stops_on_a_sqlite_database_whose_folder_is_missing(tmp_path: Path) -> None:
+    # It started, and then every request answered 503: SQLite could not open the file.
+    folder = tmp_path / "missing" / "dir"
+    done = _gunicorn(tmp_path, PPS_DATABASE_URL=f"sqlite:///{folder / 'x.db'}")
+    assert done.returncode == 4, done.stdout
+    assert (
+        f"pps: PPS_DATABASE_URL: the folder {str(folder)!r} of the SQLite database does not "
+        "exist; create it or correct the URL"
+    ) in done.stdout
+    assert "Traceback" not in done.stdout
+
+
+def test_db_upgrade_says_in_one_line_that_the_database_folder_is_missing(
+    tmp_path: Path,
+) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
+    folder = tmp_path / "missing" / "dir"
+    env.update(
+        PPS_SECRET_KEY=TEST_SECRET_KEY,
+        PPS_INSTANCE_PATH=str(tmp_path / "instance"),
+        PPS_DATABASE_URL=f"sqlite:///{folder / 'x.db'}",
+    )
+    done = subprocess.run(
+        [pps_script(), "db", "upgrade"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"Error: PPS_DATABASE_URL: the folder {str(folder)!r} of the SQLite database does not "
+        "exist; create it or correct the URL\n"
+    )
+    assert not folder.exists()  # a mistyped path does not become a new, empty database
+
+
+def test_a_sqlite_database_folder_that_is_a_file_is_named(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    config = {
+        "secret_key": TEST_SECRET_KEY,
+        "instance_path": tmp_path / "instance",
+        "database_url": f"sqlite:///{a_file / 'x.db'}",
+    }
+    with pytest.raises(SettingsError) as refused:
+        create_app(config)
+    assert str(refused.value) == (
+        f"PPS_DATABASE_URL: the folder {str(a_file)!r} of the SQLite database is not a "
+        "folder; correct the URL"
+    )
 
 
 def test_flask_cli_says_a_bad_setting_in_one_line(tmp_path: Path) -> None:

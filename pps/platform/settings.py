@@ -389,6 +389,38 @@ def prepare_folders(settings: Settings) -> None:
     prepare_folder("PPS_INSTANCE_PATH", settings.instance_path)
     name = "PPS_FILES_DIR" if settings.files_dir is not None else "PPS_INSTANCE_PATH"
     prepare_folder(name, settings.resolved_files_dir)
+    check_database_folder(settings)
+
+
+def check_database_folder(settings: Settings) -> None:
+    """Stop the start when the folder of a SQLite database file is missing or not writable.
+
+    SQLite opens the file at the first request, and writes its journal files (``-wal``,
+    ``-shm``) beside it: a start with such a folder answered every request with 503. The
+    folder of a ``PPS_DATABASE_URL`` is not created, so that a mistyped path stops the
+    start instead of starting on a new, empty database; the default one is the instance
+    folder, created just before.
+    """
+    url = sa.engine.make_url(settings.resolved_database_url)
+    database = url.database
+    if url.get_backend_name() != "sqlite" or database in (None, "", ":memory:"):
+        return
+    if url.query.get("uri"):  # a file: URI (in memory, read-only...): SQLite's own syntax
+        return
+    name = "PPS_DATABASE_URL" if settings.database_url else "PPS_INSTANCE_PATH"
+    folder = str(Path(database).absolute().parent)
+    if not os.path.isdir(folder):
+        what = (
+            "is not a folder; correct the URL"
+            if os.path.exists(folder)
+            else "does not exist; create it or correct the URL"
+        )
+        raise SettingsError(f"{name}: the folder {folder!r} of the SQLite database {what}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SettingsError(
+            f"{name}: the folder {folder!r} of the SQLite database is not writable by this "
+            f"user (uid {os.getuid()})"
+        )
 
 
 def prepare_folder(name: str, path: Path) -> None:
