@@ -9,6 +9,7 @@ state is final, and assert on states and counts only.
 
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 import time
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 import redis
-from conftest import TEST_SECRET_KEY, ApiClient
+from conftest import TEST_SECRET_KEY, ApiClient, free_port
 from fault_support import PostgresCluster, RedisProcess
 from flask import Flask
 from processing_support import (
@@ -35,7 +36,8 @@ from server_support import pps_script
 from app import create_app
 from pps.platform.outages import DATABASE_DOWN
 from pps.platform.queue import QUEUE_NAME
-from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.sql import SqlRepository, upgrade_database
+from pps.processing.cli import OUTAGE_EXIT
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -80,14 +82,27 @@ def app(tmp_path: Path, cluster: PostgresCluster, redis_process: RedisProcess) -
         app.extensions["pps"].close()
 
 
+#: What ``pps worker`` ends with when it meets an outage: one line, exit status 75.
+STOPPED = "Error: pps worker stopped: {} Queued jobs are kept and retried; run it again later."
+
+
 def worker(app: Flask, retries: int, *, database_up: bool = True) -> None:
     """``pps worker --burst``, as deployed: a forking worker with its scheduler. With the
-    database down, its last step (sending what the outbox holds) fails the command."""
+    database down, its last step (sending what the outbox holds) meets the outage: the
+    worker stops with one line and EX_TEMPFAIL (it said 'database error', 'run pps db
+    upgrade' and exited 1, as for a bug)."""
     env = worker_env(app, PPS_JOB_RETRIES=str(retries), PPS_JOB_RETRY_BACKOFF="1")
     done = subprocess.run(
         [pps_script(), "worker", "--burst"], env=env, capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == (0 if database_up else 1), done.stderr
+    if database_up:
+        assert done.returncode == 0, done.stderr
+        return
+    assert done.returncode == OUTAGE_EXIT == 75, done.stderr
+    assert done.stderr.endswith(STOPPED.format(DATABASE_DOWN) + "\n"), done.stderr
+    assert "pps db upgrade" not in done.stderr
+    # The outbox could not be read: said in one line per attempt, not a traceback.
+    assert f"webhook dispatcher could not read the outbox: {DATABASE_DOWN}" in done.stderr
 
 
 def submit(app: Flask, hook: Receiver) -> tuple[str, ApiClient]:
@@ -171,3 +186,25 @@ def test_a_job_whose_retries_are_used_up_ends_failed_naming_the_outage(
     assert "given up" in message and DATABASE_DOWN in message
     assert [snapshot_states(body) for body in bodies] == [["failed"]]
     assert bodies[-1]["draftStates"][0]["message"] == message
+
+
+def test_a_worker_that_cannot_reach_redis_says_so_and_exits_for_a_retry(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'pps.sqlite3'}"
+    upgrade_database(database)
+    port = free_port()  # nothing listens there
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
+    env.update(
+        PPS_SECRET_KEY=TEST_SECRET_KEY,
+        PPS_INSTANCE_PATH=str(tmp_path / "instance"),
+        PPS_DATABASE_URL=database,
+        PPS_REDIS_URL=f"redis://127.0.0.1:{port}/0",
+    )
+    done = subprocess.run(
+        [pps_script(), "worker", "--burst"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == OUTAGE_EXIT, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(
+        "Error: pps worker stopped: cannot reach Redis at PPS_REDIS_URL ("
+    ), done.stderr
+    assert done.stderr.endswith(" Queued jobs are kept and retried; run it again later.\n")

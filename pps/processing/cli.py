@@ -13,11 +13,30 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from pps.platform.outages import OUTAGES, outage_message
 from pps.platform.queue import QUEUE_NAME, configure_worker, uses_redis
 from pps.platform.settings import Settings
 from pps.processing.worker_name import NameTaken, claim_worker_name
 
-__all__ = ["worker"]
+__all__ = ["OUTAGE_EXIT", "OutageStop", "worker"]
+
+#: Exit status of a worker stopped by an outage of the database or Redis: EX_TEMPFAIL of
+#: sysexits.h. Queued jobs stay queued and those that met the outage are retried
+#: (pps.processing.retry), so a cron job or a systemd unit can tell "run it again later"
+#: from a bug (1) or a usage error (2).
+OUTAGE_EXIT = 75
+
+
+class OutageStop(click.ClickException):
+    """One line naming the outage, and :data:`OUTAGE_EXIT`: a burst worker whose database
+    was down ended with the database error, a hint to run 'pps db upgrade' and status 1."""
+
+    exit_code = OUTAGE_EXIT
+
+    def __init__(self, outage: str) -> None:
+        super().__init__(
+            f"pps worker stopped: {outage} Queued jobs are kept and retried; run it again later."
+        )
 
 
 @click.command("worker")
@@ -31,10 +50,9 @@ __all__ = ["worker"]
 @click.option("--name", default=None, help="Worker name shown by 'rq info' (default: random).")
 @with_appcontext
 def worker(burst: bool, simple: bool, name: str | None) -> None:
-    """Render batch print files (/api-ext/pdf-processing) queued in Redis."""
-    import redis
-    from rq import Queue, SimpleWorker, Worker
+    """Render batch print files (/api-ext/pdf-processing) queued in Redis.
 
+    Exits 75 (EX_TEMPFAIL) with one line when the database or Redis is down."""
     settings: Settings = current_app.extensions["pps.settings"]
     if not uses_redis(settings):
         raise click.ClickException(
@@ -42,11 +60,30 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
             "jobs then run in a thread inside each app process and no worker is needed."
         )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    try:
+        _work(settings, burst, simple, name)
+    except OUTAGES as exc:
+        outage = outage_message(exc)
+        if outage is None:
+            raise
+        raise OutageStop(outage) from None
+
+
+def _work(settings: Settings, burst: bool, simple: bool, name: str | None) -> None:
+    """Run the RQ worker until stopped (or, ``burst``, until the queue is empty)."""
+    import redis
+    from rq import Queue, SimpleWorker, Worker
+
     configure_worker(settings, current_app.extensions["pps"] if simple else None)
     connection = redis.Redis.from_url(settings.redis_url)
     try:
         connection.ping()
     except redis.RedisError as exc:
+        # A refused password is a setting to correct, not an outage to wait out.
+        if outage_message(exc) is not None and not isinstance(exc, redis.AuthenticationError):
+            raise OutageStop(
+                f"cannot reach Redis at PPS_REDIS_URL ({str(exc).rstrip('.')})."
+            ) from None
         raise click.ClickException(f"cannot reach Redis at PPS_REDIS_URL: {exc}") from None
     if name:
         try:
@@ -75,4 +112,8 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
     if burst and dispatcher is not None:
         # What the jobs queued is due now; a message waiting for a retry stays queued.
         s = settings
-        dispatcher.drain(s.notify_timeout * 2 + max(s.webhook_timeout, s.notify_timeout))
+        try:
+            dispatcher.drain(s.notify_timeout * 2 + max(s.webhook_timeout, s.notify_timeout))
+        finally:
+            # Stopped first, so that no line of its own follows the worker's last line.
+            dispatcher.close(s.webhook_timeout + 1.0)

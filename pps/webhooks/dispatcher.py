@@ -131,8 +131,12 @@ class Dispatcher:
             self._wake.clear()
             try:
                 self._claim_and_send()
-            except Exception:  # the database may be away for a while; try again later
-                log.exception("webhook dispatcher could not read the outbox")
+            except Exception as exc:  # the database may be away for a while; try again later
+                outage = outage_message(exc)
+                if outage is None:
+                    log.exception("webhook dispatcher could not read the outbox")
+                else:  # one line per poll while it lasts, not a traceback each time
+                    log.warning("webhook dispatcher could not read the outbox: %s", outage)
             self._wake.wait(self._settings.webhook_poll)
 
     def _claim_and_send(self) -> None:
