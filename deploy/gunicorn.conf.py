@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from typing import Any
 
 # Each worker opens its own database pool and Redis connection: nothing may be shared
@@ -122,6 +123,29 @@ access_log_format = (
 # benchmark's baseline) would fight over it, and a hardened unit has no writable $HOME.
 control_socket_disable = True
 proc_name = "pps"
+
+
+def on_starting(server: Any) -> None:
+    """Check pps's settings once, in the master, before it forks any worker.
+
+    A bad setting stops the start here with one line and gunicorn's "App failed to load"
+    status (4). Left to the workers, each printed the line, and when several failed at once
+    gunicorn's master sometimes died of a traceback of its own ``HaltServer``, with status 1.
+    Only the settings are read and the folders they name made: the database, Redis and
+    storage clients are still opened in each worker (``preload_app`` is off). Another app
+    run under this file (the benchmark's baseline, a test's probe) is not checked.
+    """
+    if getattr(server.app, "app_uri", None) != wsgi_app:
+        return
+    from pps.platform.settings import SettingsError, load_settings, prepare_folders
+
+    try:
+        prepare_folders(load_settings())
+    except SettingsError as exc:
+        print(f"pps: {exc}", file=sys.stderr, flush=True)
+        if server.pidfile is not None:
+            server.pidfile.unlink()
+        raise SystemExit(server.APP_LOAD_ERROR) from None
 
 
 def post_worker_init(worker: Any) -> None:

@@ -23,8 +23,6 @@ def _gunicorn(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[st
         PPS_BIND=f"127.0.0.1:{free_port()}",
         PPS_SECRET_KEY=TEST_SECRET_KEY,
         PPS_INSTANCE_PATH=str(tmp_path / "instance"),
-        # One worker: when several fail at once, gunicorn's master itself may print a
-        # traceback of its HaltServer from a second SIGCHLD (a race of its own).
         PPS_WORKERS="1",
     )
     env.update(settings)
@@ -51,6 +49,18 @@ def test_gunicorn_stops_with_one_line_on_a_bad_setting(tmp_path: Path) -> None:
     assert done.returncode == 4, done.stdout  # gunicorn: "App failed to load."
     assert "pps: PPS_SECRET_KEY must be at least 16 characters long" in done.stdout
     assert "Traceback" not in done.stdout
+
+
+def test_gunicorn_with_many_workers_stops_in_one_line_every_time(tmp_path: Path) -> None:
+    """The master checks the settings before it forks: when five workers failed to load at
+    once, the master itself sometimes printed a traceback of its HaltServer and exited 1."""
+    for _ in range(5):
+        done = _gunicorn(tmp_path, PPS_SECRET_KEY="short", PPS_WORKERS="5")
+        assert done.returncode == 4, done.stdout
+        assert done.stdout.count("PPS_SECRET_KEY") == 1, done.stdout
+        assert "pps: PPS_SECRET_KEY must be at least 16 characters long" in done.stdout
+        assert "Traceback" not in done.stdout
+        assert "Booting worker" not in done.stdout  # no worker was started to fail
 
 
 @pytest.mark.parametrize(("name", "value"), [("PPS_WORKERS", "0"), ("PPS_THREADS", "many")])
