@@ -4,7 +4,8 @@ and a pool of lookups stuck on it fails further ones at once.
 
 The silent name server is a lookup function blocked on an event (handed to the resolver as
 ``socket.getaddrinfo`` would be): no packet leaves the machine. The real ``getaddrinfo``
-is used for ``localhost`` (from /etc/hosts) and IP literals only.
+is used for ``localhost`` (from /etc/hosts) and IP literals only (one of them behind a
+name the test maps to it).
 """
 
 from __future__ import annotations
@@ -151,15 +152,26 @@ def test_lookups_stuck_on_a_silent_name_server_fail_the_next_at_once(
 
 def test_the_systems_resolver_still_answers_for_localhost_and_literals() -> None:
     """The real ``getaddrinfo``, through the process's lookup threads: ``localhost`` comes
-    from /etc/hosts (no DNS traffic) and a literal needs no lookup at all."""
+    from /etc/hosts (no DNS traffic) and a literal needs no lookup at all. A request to a
+    name goes to the address its lookup gave, naming the host: the name is one the test
+    controls, looked up by the real ``getaddrinfo`` as 127.0.0.1 where the receiver listens
+    (``localhost`` comes as ::1 first on some machines, as 127.0.0.1 on others)."""
     addresses = resolve(parse_target("http://localhost:8080/"), True, timeout=5)
     assert addresses and all(address.is_loopback for address in addresses)
     assert resolve(parse_target("http://127.0.0.1/"), True, timeout=5) == [
         ipaddress.ip_address("127.0.0.1")
     ]
-    if addresses[0] != ipaddress.ip_address("127.0.0.1"):
-        pytest.skip("localhost resolves to ::1 first; the receiver listens on 127.0.0.1")
+
+    asked: list[str] = []
+
+    def hosts_file(host: str, port: int, **options: Any) -> Sequence[tuple[Any, ...]]:
+        asked.append(host)
+        return socket.getaddrinfo({"hook.test": "127.0.0.1"}[host], port, **options)
+
     with receiver() as hook:
-        url = f"http://localhost:{hook.server.server_address[1]}/hook"
-        assert post(url, b"{}", {}, deadline=5, allow_private=True).status == 204
-        assert len(hook.requests) == 1
+        port = hook.server.server_address[1]
+        url = f"http://hook.test:{port}/hook"
+        sent = post(url, b"{}", {}, deadline=5, allow_private=True, resolver=Resolver(hosts_file))
+        assert sent.status == 204
+        assert asked == ["hook.test"]
+        assert [request.headers["Host"] for request in hook.requests] == [f"hook.test:{port}"]
