@@ -98,6 +98,18 @@ def review_page(review_id: str) -> Response:
     return _page(visit, comment="", problem=None, status=200)
 
 
+@bp.get("/review/<review_id>/")
+def review_page_slash(review_id: str) -> Response:
+    """The Magento module signs ``{base}/review/{id}/`` (``V2::API_REVIEW_EDIT``, with the
+    slash): the same page, at its one address; the query goes along."""
+    location = url_for("review_pages.review_page", review_id=review_id)
+    query = request.query_string.decode("latin-1")
+    response = Response(status=308)
+    response.headers["Location"] = f"{location}?{query}" if query else location
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @bp.post("/review/<review_id>")
 def review_decide(review_id: str) -> Response:
     visit = _load(review_id)

@@ -370,6 +370,18 @@ PAGES: dict[str, dict[str, dict[str, Any]]] = {
             (401, 403, 404, 503),
         )
     },
+    "review_pages.review_page_slash": {
+        "get": _page(
+            "The review page's address with a trailing slash",
+            "The Magento module signs `redirect` = `{base}/review/{review_id}/` (with the "
+            "slash, and its `redirect-url` and `submit-callback-url` in the query): `308` to "
+            "`/review/{review_id}` with the same query. pps reads neither parameter: the "
+            "review's `closeCallbackURL` is where the shop hears of the decision.",
+            {"308": {"description": "The review page's address.", "headers": _LOCATION}},
+            (),
+            tag="Review",
+        )
+    },
     "review_pages.review_decide": {
         "post": _review_page(
             "Approve or reject a review's proof with a comment",
