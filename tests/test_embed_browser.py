@@ -316,7 +316,12 @@ def test_shop_page_drives_the_framed_editor_through_the_client(
             "label": "city",
             "type": "text",
             "value": "London",
+            "defaultValue": None,
             "is_required": False,
+            "is_hidden": False,
+            # The reference's demo reads both as arrays for every field (FormField.vue).
+            "regex": [],
+            "options": [],
         }
     ]
 

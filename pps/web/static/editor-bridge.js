@@ -488,15 +488,37 @@ function forward(domName, eventName, shape) {
   document.addEventListener(domName, (event) => emit(eventName, shape(event.detail || {})));
 }
 
-/** A DataKey as the reference's "template data item" (what its demo's form shows). */
+/**
+ * A DataKey as the reference's "template data item", with every field its editor demo's
+ * form reads (src/components/FormField.vue): `regex` is read as an array whatever the
+ * field (`regexPattern.length`), so it is `[]` or `[pattern, null]`, never missing;
+ * `options` is `[{value, label}]` for a choice, else `[]`; `value || defaultValue` fills
+ * the input (pps has no template defaults apart from the draft's values: null).
+ */
 function tdi(key) {
   const known = (info.dataKeys || []).find((dataKey) => dataKey.name === key);
   const label = known ? known.label : key;
-  const item = { identifier: key, label: label, type: "text", value: null, is_required: false };
+  const item = {
+    identifier: key,
+    label: label,
+    type: "text",
+    value: null,
+    defaultValue: null,
+    is_required: false,
+    is_hidden: false,
+    regex: [],
+    options: [],
+  };
   try {
     const control = field(key);
     item.value = control.value;
     item.is_required = control.required;
+    if (control.tagName === "SELECT") {
+      item.type = "select";
+      item.options = Array.from(control.options, (option) => ({ value: option.value, label: option.label }));
+    } else if (control.pattern) {
+      item.regex = [control.pattern, null];
+    }
   } catch (error) {
     // not on this step
   }
