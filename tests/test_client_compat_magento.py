@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import pytest
+from api_support import assert_error
 from client_compat_support import lcobucci_token, now_and_in, php_base64, renderable_template
 from conftest import ApiClient, complete_login
 from flask import Flask
@@ -191,6 +192,22 @@ def test_page_info_as_the_gallery_reads_it(api: ApiClient, template: Template, u
     response = api.get(f"/api-ext/draft/{draft['draftHash']}/{usage}/page-info")
     assert response.status_code == 200, response.get_data(as_text=True)
     assert response.get_json()["data"]["pages"] == 2
+
+
+def test_upload_by_url_is_refused_in_words(api: ApiClient, template: Template) -> None:
+    """``uploadPdf``: JSON ``{fileURL, callbackURL}``, 204 expected. pps does not fetch
+    PDFs from shop URLs; the module logs a status other than 204, so the answer is a JSON
+    415 that names what is not done and what to send instead, and nothing changes."""
+    draft = create_draft(api, create_user(api), template, intent="upload")
+    body = {
+        "fileURL": f"{SHOP}/pub/media/tmp/upload/{draft['draftHash']}/print.pdf",
+        "callbackURL": f"{SHOP}/printformer/process/draft/draft_id/{draft['draftHash']}/",
+    }
+    response = api.post(f"/api-ext/draft/{draft['draftHash']}/upload", json=body)
+    error = assert_error(response, 415)
+    assert "fileURL" in error["message"] and "multipart/form-data" in error["message"]
+    shown = api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"]
+    assert shown == draft
 
 
 def test_pdf_processing(api: ApiClient, template: Template) -> None:

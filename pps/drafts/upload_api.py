@@ -1,8 +1,12 @@
 """``POST /api-ext/draft/<hash>/upload``: the customer's own print PDF becomes the draft's.
 
-Neither the PHP SDK nor the Magento module calls this (the reference takes uploads in its
-editor), so the shape is pps's own: ``multipart/form-data`` with the PDF in the field
-``file``, as ``POST /api-ext/file`` takes files.
+The PHP SDK does not call this. The Magento module does (``Helper/Api.php uploadPdf``, for
+downloadable products after an order): JSON ``{fileURL, callbackURL}``, expecting ``204``
+and, later, a request to its ``callbackURL``. pps does not fetch PDFs from a shop's URL: it
+would need an outbound GET of up to ``PPS_MAX_UPLOAD_BYTES`` from a shop and a callback
+sent after the answer (the shop's callback calls pps back), so that body is a ``415`` that
+says so. The shape pps takes: ``multipart/form-data`` with the PDF in the field ``file``,
+as ``POST /api-ext/file`` takes files.
 """
 
 from __future__ import annotations
@@ -87,6 +91,11 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
         )
     request.max_content_length = svc.settings.max_upload_bytes
     if request.mimetype not in ("multipart/form-data", "") and request.content_length != 0:
+        if request.is_json:
+            raise UnsupportedMediaType(
+                "pps does not fetch the PDF from a 'fileURL' and calls no 'callbackURL'; "
+                "send the PDF itself as multipart/form-data in the field 'file'."
+            )
         raise UnsupportedMediaType("Send the PDF as multipart/form-data in the field 'file'.")
     upload = request.files.get("file") if request.mimetype == "multipart/form-data" else None
     if upload is None:
