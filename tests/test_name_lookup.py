@@ -2,10 +2,15 @@
 timeout and an outbound request its deadline, never the system resolver's own timeout,
 and a pool of lookups stuck on it fails further ones at once.
 
-The silent name server is a lookup function blocked on an event (handed to the resolver as
-``socket.getaddrinfo`` would be): no packet leaves the machine. The real ``getaddrinfo``
-is used for ``localhost`` (from /etc/hosts) and IP literals only (one of them behind a
-name the test maps to it).
+A name that does not resolve at all (NXDOMAIN, a failing name server) is a failed
+attempt of a webhook delivery or a notification, retried as a connection error is; a name
+that resolves to a refused address is not retried.
+
+The silent name server is a lookup function blocked on an event, the failing one a lookup
+function raising ``socket.gaierror`` (each handed to the resolver as ``socket.getaddrinfo``
+would be): no packet leaves the machine. The real ``getaddrinfo`` is used for
+``localhost`` (from /etc/hosts) and IP literals only (one of them behind a name the test
+maps to it).
 """
 
 from __future__ import annotations
@@ -18,11 +23,16 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from flask import Flask
 from processing_support import receiver
 
+from app import create_app
 from pps.acl.remote import ask
 from pps.platform.name_lookup import Resolver
+from pps.platform.repository.integrations import BROKEN, OPERATIONAL
 from pps.platform.ssrf import (
+    ForbiddenTarget,
+    NameNotResolved,
     NotResolvedInTime,
     RequestFailed,
     check_url,
@@ -30,6 +40,7 @@ from pps.platform.ssrf import (
     post,
     resolve,
 )
+from pps.webhooks.dispatcher import Dispatcher
 
 
 class SilentNameServer:
@@ -175,3 +186,175 @@ def test_the_systems_resolver_still_answers_for_localhost_and_literals() -> None
         assert sent.status == 204
         assert asked == ["hook.test"]
         assert [request.headers["Host"] for request in hook.requests] == [f"hook.test:{port}"]
+
+
+# -- names that do not resolve at all ----------------------------------------------------
+
+
+class FailingNameServer:
+    """A lookup that fails its first ``failures`` answers with ``socket.gaierror(code)``
+    (NXDOMAIN is ``EAI_NONAME``, a name server that failed ``EAI_AGAIN``), then answers
+    ``address`` (port as asked)."""
+
+    def __init__(self, code: int, failures: int, address: str = "127.0.0.1") -> None:
+        self.code = code
+        self.failures = failures
+        self.address = address
+        self.lock = threading.Lock()
+        self.asked: list[str] = []
+
+    def __call__(self, host: str, port: int, **_: Any) -> Sequence[tuple[Any, ...]]:
+        with self.lock:
+            self.asked.append(host)
+            failing = len(self.asked) <= self.failures
+        if failing:
+            raise socket.gaierror(self.code, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (self.address, port))]
+
+
+ATTEMPTS = 3
+NAME_FAILURES = [
+    pytest.param(socket.EAI_NONAME, id="nxdomain"),
+    pytest.param(socket.EAI_AGAIN, id="temporary"),
+]
+
+
+@pytest.fixture
+def outbox_app(app_config: dict[str, Any]) -> Iterator[Flask]:
+    """An app whose own dispatcher never starts (nothing here emits through it): each test
+    runs a dispatcher of its own on the test's lookup function."""
+    application = create_app(
+        {
+            **app_config,
+            "worker_mode": "thread",
+            "webhook_poll": 0.05,
+            "webhook_timeout": 2.0,
+            "webhook_attempts": ATTEMPTS,
+            "webhook_backoff": 0.1,
+            "notify_timeout": 2.0,
+            "notify_attempts": ATTEMPTS,
+            "notify_backoff": 0.1,
+        }
+    )
+    yield application
+    application.extensions["pps"].close()
+
+
+def queue_message(app: Flask, kind: str, url: str) -> tuple[str, str | None]:
+    """A webhook delivery or a notification to ``url`` in the outbox: (client, webhook)."""
+    services = app.extensions["pps"]
+    client = services.repository.create_client("Shop").identifier
+    if kind == "notification":
+        services.integrations.enqueue_notification(
+            client, "notify.processing", url, {"n": 1}, "processing:1"
+        )
+        return client, None
+    webhook = services.integrations.create_webhook(client, "draft.updated", url).webhook
+    assert services.integrations.enqueue(client, "draft.updated", {"n": 1}) == 1
+    return client, webhook.identifier
+
+
+def dispatch(app: Flask, lookup: Any) -> Dispatcher:
+    services = app.extensions["pps"]
+    return Dispatcher(services.integrations, services.settings, resolver=Resolver(lookup=lookup))
+
+
+def webhook_status(app: Flask, client: str, webhook: str | None) -> int | None:
+    if webhook is None:
+        return None
+    found = app.extensions["pps"].integrations.get_webhook(client, webhook)
+    return None if found is None else found.status
+
+
+def test_a_name_that_does_not_resolve_is_refused_where_the_url_is_given() -> None:
+    """Submission answers at once (422); only sending treats it as passing."""
+    resolver = Resolver(lookup=FailingNameServer(socket.EAI_NONAME, failures=1))
+    with pytest.raises(NameNotResolved, match=r"'shop\.invalid' cannot be resolved"):
+        check_url("http://shop.invalid/hook", allow_private=True, timeout=5, resolver=resolver)
+
+
+@pytest.mark.parametrize("kind", ["webhook", "notification"])
+@pytest.mark.parametrize("code", NAME_FAILURES)
+def test_a_name_that_fails_to_resolve_is_retried_until_it_resolves(
+    outbox_app: Flask, kind: str, code: int
+) -> None:
+    """Two attempts meet a failed lookup, the third resolves and delivers: the same
+    message, once (a failed lookup used to give the message up at once, as a refused
+    address is, and mark the webhook broken)."""
+    name_server = FailingNameServer(code, failures=ATTEMPTS - 1)
+    services = outbox_app.extensions["pps"]
+    with receiver() as hook:
+        url = f"http://shop.invalid:{hook.server.server_address[1]}/hook"
+        client, webhook = queue_message(outbox_app, kind, url)
+        dispatcher = dispatch(outbox_app, name_server)
+        try:
+            eventually(lambda: services.integrations.pending(client) == 0)
+        finally:
+            dispatcher.close(5)
+        assert name_server.asked == ["shop.invalid"] * ATTEMPTS
+        assert len(hook.requests) == 1 and hook.requests[0].json() is not None
+    if webhook is not None:
+        assert webhook_status(outbox_app, client, webhook) == OPERATIONAL
+
+
+@pytest.mark.parametrize("kind", ["webhook", "notification"])
+@pytest.mark.parametrize("code", NAME_FAILURES)
+def test_a_name_that_never_resolves_is_given_up_after_the_attempts(
+    outbox_app: Flask, kind: str, code: int
+) -> None:
+    name_server = FailingNameServer(code, failures=10**6)
+    services = outbox_app.extensions["pps"]
+    client, webhook = queue_message(outbox_app, kind, "http://shop.invalid/hook")
+    dispatcher = dispatch(outbox_app, name_server)
+    try:
+        eventually(lambda: services.integrations.pending(client) == 0)
+    finally:
+        dispatcher.close(5)
+    assert len(name_server.asked) == ATTEMPTS  # PPS_WEBHOOK_ATTEMPTS / PPS_NOTIFY_ATTEMPTS
+    if webhook is not None:
+        assert webhook_status(outbox_app, client, webhook) == BROKEN
+
+
+@pytest.mark.parametrize("kind", ["webhook", "notification"])
+def test_a_name_that_resolves_to_a_refused_address_is_not_retried(
+    outbox_app: Flask, kind: str
+) -> None:
+    """The rule against server-side request forgery is final: one lookup, no connection,
+    the message given up at once."""
+    name_server = FailingNameServer(0, failures=0, address="169.254.169.254")
+    services = outbox_app.extensions["pps"]
+    client, webhook = queue_message(outbox_app, kind, "http://metadata.invalid/hook")
+    dispatcher = dispatch(outbox_app, name_server)
+    try:
+        eventually(lambda: services.integrations.pending(client) == 0)
+    finally:
+        dispatcher.close(5)
+    assert name_server.asked == ["metadata.invalid"]
+    if webhook is not None:
+        assert webhook_status(outbox_app, client, webhook) == BROKEN
+    with pytest.raises(ForbiddenTarget, match="is link-local") as refused:
+        post(
+            "http://metadata.invalid/",
+            b"{}",
+            {},
+            deadline=5,
+            allow_private=True,
+            resolver=Resolver(lookup=name_server),
+        )
+    assert not isinstance(refused.value, NameNotResolved)
+
+
+def test_a_request_to_a_name_that_does_not_resolve_fails_as_a_network_error() -> None:
+    resolver = Resolver(lookup=FailingNameServer(socket.EAI_AGAIN, failures=1))
+    with pytest.raises(RequestFailed, match="cannot be resolved") as failed:
+        post("http://shop.invalid/", b"{}", {}, deadline=5, allow_private=True, resolver=resolver)
+    assert failed.value.cause is NameNotResolved and not failed.value.timed_out
+    decision = ask(
+        "http://acl.invalid/acl",
+        "draft.editor.open",
+        user_identifier="u",
+        draft_hash="h",
+        timeout=5,
+        resolver=Resolver(lookup=FailingNameServer(socket.EAI_NONAME, failures=1)),
+    )
+    assert decision.reason == "the shop's access control's host name did not resolve"

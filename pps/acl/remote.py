@@ -37,7 +37,13 @@ from pps.platform.models import Draft, DraftRef
 from pps.platform.name_lookup import Resolver
 from pps.platform.repository.integrations import SqlIntegrationStore
 from pps.platform.settings import Settings
-from pps.platform.ssrf import ForbiddenTarget, NotResolvedInTime, RequestFailed, post
+from pps.platform.ssrf import (
+    ForbiddenTarget,
+    NameNotResolved,
+    NotResolvedInTime,
+    RequestFailed,
+    post,
+)
 from pps.platform.strict_json import loads
 
 __all__ = [
@@ -90,6 +96,8 @@ def _unreachable(exc: RequestFailed, timeout: float) -> str:
     cause = exc.cause
     if cause is not None and issubclass(cause, NotResolvedInTime):
         return f"the shop's access control's host name did not resolve within {timeout:g} s"
+    if cause is not None and issubclass(cause, NameNotResolved):
+        return "the shop's access control's host name did not resolve"
     if exc.timed_out:
         return f"the shop's access control did not answer within {timeout:g} s"
     if cause is not None and issubclass(cause, ConnectionRefusedError):

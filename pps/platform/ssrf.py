@@ -25,7 +25,11 @@ pps must not become a way to reach what only pps can reach (server-side request 
   the deadline passes, not allowed another timeout per read, and a name server that never
   answers costs the deadline, not the system resolver's own timeout
   (:mod:`pps.platform.name_lookup`); checking a URL a shop gives waits for the lookup at
-  most the ``timeout`` the caller passes.
+  most the ``timeout`` the caller passes;
+* a name that does not resolve (NXDOMAIN, a failing name server) is refused where the URL
+  is given, but at send time it is a failed attempt like a connection error
+  (:class:`RequestFailed`), which the caller may retry; a name that resolves to a refused
+  address is refused always (:class:`ForbiddenTarget`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ __all__ = [
     "SPECIAL_PURPOSE",
     "ForbiddenTarget",
     "IPAddress",
+    "NameNotResolved",
     "NotResolvedInTime",
     "RequestFailed",
     "Response",
@@ -71,6 +76,12 @@ _PRINTABLE_ASCII = "".join(chr(code) for code in range(0x21, 0x7F))
 
 class ForbiddenTarget(ValueError):
     """The URL may not be called; the message says why, for the shop's developer."""
+
+
+class NameNotResolved(ForbiddenTarget):
+    """The host's name did not resolve: no such name (NXDOMAIN), no address, or the name
+    server failed (``EAI_AGAIN``). Refused where a URL is given; at send time a failed
+    attempt like a connection error, retried, since a shop's DNS may be back in a minute."""
 
 
 class NotResolvedInTime(ForbiddenTarget):
@@ -255,8 +266,10 @@ def resolve(
             infos = (resolver or default_resolver()).getaddrinfo(target.host, target.port, timeout)
         except LookupTimeout as exc:
             raise NotResolvedInTime(str(exc)) from None
-        except (OSError, UnicodeError) as exc:
+        except UnicodeError as exc:  # not a name at all (an empty or over-long label)
             raise ForbiddenTarget(f"The host {target.host!r} cannot be resolved: {exc}.") from None
+        except OSError as exc:  # socket.gaierror: NXDOMAIN, EAI_AGAIN, EAI_FAIL, ...
+            raise NameNotResolved(f"The host {target.host!r} cannot be resolved: {exc}.") from None
         addresses = []
         for info in infos:
             # Drop an IPv6 zone ("fe80::1%eth0"); such addresses are link-local anyway.
@@ -265,7 +278,7 @@ def resolve(
             if address not in addresses:
                 addresses.append(address)
         if not addresses:
-            raise ForbiddenTarget(f"The host {target.host!r} has no address.")
+            raise NameNotResolved(f"The host {target.host!r} has no address.")
     for address in addresses:
         problem = address_problem(address, allow)
         if problem is not None:
@@ -398,8 +411,9 @@ def post(
 
     :class:`ForbiddenTarget` when the URL or an address is refused (checked now, at send
     time), :class:`RequestFailed` when no complete answer came in time (a name that did not
-    resolve in time is one: ``timed_out``, ``cause`` :class:`NotResolvedInTime`). Any
-    status is returned as it came; redirects are not followed.
+    resolve in time is one: ``timed_out``, ``cause`` :class:`NotResolvedInTime`; so is a
+    name that did not resolve at all: ``cause`` :class:`NameNotResolved`). Any status is
+    returned as it came; redirects are not followed.
     """
     started = time.monotonic()
     target = parse_target(url)
@@ -414,6 +428,10 @@ def post(
         )
     except NotResolvedInTime as exc:
         raise RequestFailed(str(exc), timed_out=True, cause=NotResolvedInTime) from None
+    except NameNotResolved as exc:
+        # Like a connection error: the name may resolve at the next attempt. An address
+        # the rules refuse stays a ForbiddenTarget, never retried.
+        raise RequestFailed(str(exc), cause=NameNotResolved) from None
     left = deadline - (time.monotonic() - started)
     if left <= 0:
         raise RequestFailed(f"timed out: no answer within {deadline:g} s", timed_out=True)

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from standardwebhooks import Webhook
 
+from pps.platform.name_lookup import Resolver
 from pps.platform.repository.integrations import Delivery
 from pps.platform.ssrf import ForbiddenTarget, RequestFailed, post
 
@@ -84,9 +85,13 @@ def send(
     deadline: float,
     allow_private: bool,
     allowed_hosts: Collection[str] = (),
+    resolver: Resolver | None = None,
 ) -> Outcome:
     """Send ``delivery`` once. A 2xx is success; a refused address is not retried (the
-    message is given up, the webhook marked broken); anything else is retried."""
+    message is given up, the webhook marked broken); anything else is retried, a host
+    name that did not resolve included (the shop's DNS may be back by the next attempt).
+    ``resolver``: where host names are looked up (the process's lookup threads unless
+    given)."""
     body = body_of(delivery)
     notification = delivery.is_notification
     agent = NOTIFY_USER_AGENT if notification else USER_AGENT
@@ -100,6 +105,7 @@ def send(
             allow_private=allow_private,
             allowed_hosts=allowed_hosts,
             purpose=NOTIFY_PURPOSE if notification else PURPOSE,
+            resolver=resolver,
         )
     except ForbiddenTarget as exc:
         return Outcome(False, False, f"refused: {exc}")

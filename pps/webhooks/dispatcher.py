@@ -10,7 +10,9 @@ jobs. So deliveries never share a worker with rendering, and within the dispatch
 * each attempt ends within ``PPS_WEBHOOK_TIMEOUT`` seconds in all (one deadline for the
   whole request, :func:`pps.platform.ssrf.post`), so a slot is never held longer;
 * a failed attempt is retried after ``PPS_WEBHOOK_BACKOFF`` seconds, doubling each time (at
-  most an hour), up to ``PPS_WEBHOOK_ATTEMPTS`` attempts; then the message is dropped.
+  most an hour), up to ``PPS_WEBHOOK_ATTEMPTS`` attempts; then the message is dropped. A
+  host name that does not resolve is such a failed attempt; an address the rules refuse
+  (:mod:`pps.platform.ssrf`) ends the message at once.
 
 A client's slow receiver thus costs others nothing as long as fewer than
 ``concurrency / per_client`` clients are slow at once; their attempts time out and free the
@@ -50,6 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Protocol
 
+from pps.platform.name_lookup import Resolver
 from pps.platform.outages import outage_message
 from pps.platform.repository.integrations import Delivery, SqlIntegrationStore
 from pps.platform.settings import Settings
@@ -79,9 +82,15 @@ def retry_pause(backoff: float, attempts_made: int) -> float:
 
 
 class Dispatcher:
-    def __init__(self, store: SqlIntegrationStore, settings: Settings) -> None:
+    """Sends the outbox of ``store``; ``resolver``: where receivers' host names are looked
+    up (the process's lookup threads unless given, as tests do)."""
+
+    def __init__(
+        self, store: SqlIntegrationStore, settings: Settings, resolver: Resolver | None = None
+    ) -> None:
         self._store = store
         self._settings = settings
+        self._resolver = resolver
         self._limit = settings.webhook_concurrency
         self._per_client = settings.webhook_per_client
         self._in_flight: Counter[str] = Counter()
@@ -204,6 +213,7 @@ class Dispatcher:
             deadline=self._policy(delivery)[0],
             allow_private=self._settings.notify_allow_private,
             allowed_hosts=config.allowed_hosts,
+            resolver=self._resolver,
         )
 
     def _record(self, delivery: Delivery, outcome: Outcome) -> None:
