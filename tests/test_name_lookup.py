@@ -16,10 +16,15 @@ maps to it).
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -159,6 +164,44 @@ def test_lookups_stuck_on_a_silent_name_server_fail_the_next_at_once(
             return None
 
     assert eventually(resolves) == [ipaddress.ip_address("127.0.0.1")]
+
+
+STUCK_LOOKUP = textwrap.dedent(
+    """
+    import threading
+
+    from pps.platform.name_lookup import LookupTimeout, Resolver
+
+    never = threading.Event()
+
+    def dead_name_server(host, port, **_):
+        never.wait()  # a name server that never answers, for as long as the process lives
+
+    try:
+        Resolver(lookup=dead_name_server).getaddrinfo("shop.invalid", 80, 0.1)
+    except LookupTimeout as exc:
+        print(exc, flush=True)
+    """
+)
+
+
+def test_a_lookup_stuck_on_a_dead_name_server_does_not_hold_up_the_exit() -> None:
+    """A real process whose lookup never ends exits once its own work is done: the
+    lookup's thread is not joined at exit (a ThreadPoolExecutor's would be, for the system
+    resolver's whole timeout; here, forever)."""
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    # The bound only ends the test when the process hangs; it asserts no duration.
+    done = subprocess.run(
+        [sys.executable, "-c", STUCK_LOOKUP],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "The name 'shop.invalid' did not resolve within 0.1 s.\n"
 
 
 def test_the_systems_resolver_still_answers_for_localhost_and_literals() -> None:
