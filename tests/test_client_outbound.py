@@ -103,5 +103,5 @@ def test_cli_sets_the_acl_url_and_rotates_the_webhook_secret(app: Flask) -> None
 def test_migration_creates_the_tables_as_declared(repository: SqlRepository) -> None:
     with repository.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
-    mine = ("client_settings", "webhooks", "webhook_deliveries", "remote_acl")
+    mine = ("client_settings", "webhooks", "webhook_deliveries", "notification_keys", "remote_acl")
     assert [entry for entry in diff if any(name in repr(entry) for name in mine)] == []

@@ -302,6 +302,38 @@ def test_one_clients_slow_receiver_does_not_delay_another_clients_notifications(
         application.extensions["pps"].close()
 
 
+def test_a_notification_with_a_key_is_queued_once_before_and_after_its_delivery(
+    strict_app: Flask, scripted: Callable[..., Scripted]
+) -> None:
+    """Insert-if-absent on the key: asked again while queued or after it was sent, nothing
+    more is queued and the first message id answers; other keys and unkeyed ones queue."""
+    services = strict_app.extensions["pps"]
+    client, _, _ = loopback_shop(strict_app, "Intranet shop")
+    hook = scripted(204)
+    store = services.integrations
+
+    def final(n: int) -> str:
+        return store.enqueue_notification(
+            client.identifier, "notify.processing", hook.url, {"n": n}, "processing:p", once="p"
+        )
+
+    first = final(1)
+    assert final(2) == first
+    assert [row["identifier"] for row in queued(strict_app, client)] == [first]
+    services.dispatcher().wake()
+    wait_until(lambda: not queued(strict_app, client))
+    assert final(3) == first and queued(strict_app, client) == []
+    # Another client's key of the same name is its own.
+    other, _, _ = loopback_shop(strict_app, "Other shop")
+    theirs = store.enqueue_notification(
+        other.identifier, "notify.processing", hook.url, {"n": 4}, "processing:p", once="p"
+    )
+    assert theirs != first
+    wait_until(lambda: not queued(strict_app, other))
+    assert hook.bodies() == [{"n": 1}, {"n": 4}]
+    assert hook.requests[0][0]["webhook-id"] == first
+
+
 # -- reviews -------------------------------------------------------------------------------
 
 

@@ -457,6 +457,33 @@ def test_running_a_job_again_changes_nothing(
     assert snapshot_states(status(api, processing_id)) == ["processed"]
 
 
+def test_a_job_run_again_after_an_outage_does_not_send_the_final_state_twice(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, worker_mode: str
+) -> None:
+    """An outage that strikes once the final notification is queued gets the job queued
+    again (``pps.processing.retry``); the retry starts by sending the status it finds, the
+    final one. Whether the first is still in the outbox or delivered already, the shop
+    hears of the final state once, under one message id."""
+    draft = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
+    services = app.extensions["pps"]
+    with receiver() as hook:
+        processing_id = submit(api, [draft.draft_hash], hook.url)
+        job = job_from_services(services)
+        # The retry while the first final notification may still wait in the outbox ...
+        run_processing(job, tenant.identifier, processing_id)
+        run_processing(job, tenant.identifier, processing_id)
+        drain_notifications(app)
+        # ... and once it was delivered.
+        run_processing(job, tenant.identifier, processing_id)
+        drain_notifications(app)
+        requests = list(hook.requests)
+    final = status(api, processing_id)
+    assert snapshot_states(final) == ["processed"]
+    finals = [item for item in requests if item.json() == final]
+    assert len(finals) == 1, [item.json() for item in requests]
+    assert [snapshot_states(item.json()) for item in requests][-1] == ["processed"]
+
+
 # RQ's failure callback.
 @pytest.mark.parametrize("worker_mode", ["rq"])
 def test_a_dead_job_fails_what_is_unfinished_and_says_so(

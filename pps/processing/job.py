@@ -135,7 +135,8 @@ def run_processing(job: ProcessingJob, client: str, processing_id: str) -> Proce
         return None
     notifier = job.notifier(processing)
     try:
-        notifier.send(processing.status())
+        # A run after an outage sends what it finds again; a final state is queued once.
+        notifier.send(processing.status(), final=processing.finished)
         for item in processing.drafts:
             if item.final:
                 continue
@@ -214,7 +215,7 @@ def _announce(job: ProcessingJob, notifier: Notifier, client: str, processing_id
     current = job.store.get(client, processing_id)
     if current is not None:
         status = current.status()
-        notifier.send(status)
+        notifier.send(status, final=current.finished)
         if job.announce is not None:
             job.announce(client, status)
 

@@ -59,8 +59,9 @@ def check_notify_url(
 
 
 class Notifier(Protocol):
-    def send(self, payload: dict[str, Any]) -> None:
-        """Queue ``payload`` for delivery; never blocks on the network."""
+    def send(self, payload: dict[str, Any], *, final: bool = False) -> None:
+        """Queue ``payload`` for delivery; never blocks on the network. ``final``: the
+        processing's last state (every draft final), queued once however often sent."""
         ...
 
     def close(self, timeout: float | None = None) -> bool:
@@ -71,7 +72,7 @@ class Notifier(Protocol):
 class NullNotifier:
     """For processings without a ``stateChangedNotifyUrl``."""
 
-    def send(self, payload: dict[str, Any]) -> None:
+    def send(self, payload: dict[str, Any], *, final: bool = False) -> None:
         return None
 
     def close(self, timeout: float | None = None) -> bool:

@@ -43,11 +43,16 @@ def notify(
     url: str,
     payload: dict[str, Any],
     topic: str,
+    *,
+    once: str | None = None,
 ) -> str | None:
     """Queue ``payload`` for ``url``; the message id, or None when it could not be queued
-    (logged: the change that caused it is stored already)."""
+    (logged: the change that caused it is stored already). ``once``: a key under which
+    it is queued at most once (see ``enqueue_notification``)."""
     try:
-        identifier = services.integrations.enqueue_notification(client, kind, url, payload, topic)
+        identifier = services.integrations.enqueue_notification(
+            client, kind, url, payload, topic, once=once
+        )
     except Exception:
         log.exception("could not queue notification %s of client %s", kind, client)
         return None
@@ -63,7 +68,11 @@ def notify(
 class OutboxNotifier:
     """The batch job's notifier (:class:`pps.processing.notify.Notifier`) on the outbox:
     ``send`` queues a snapshot, ``close`` has nothing to wait for (the outbox is durable
-    and the dispatcher sends it, also after this process is gone)."""
+    and the dispatcher sends it, also after this process is gone).
+
+    The final snapshot is queued once per topic (key ``<topic>:final``): a job run again
+    after an outage starts by sending the status it finds, which must not send the final
+    state a second time under a new message id."""
 
     def __init__(self, services: EventServices, client: str, url: str, topic: str) -> None:
         self._services = services
@@ -71,9 +80,15 @@ class OutboxNotifier:
         self._url = url
         self._topic = topic
 
-    def send(self, payload: dict[str, Any]) -> None:
+    def send(self, payload: dict[str, Any], *, final: bool = False) -> None:
         notify(
-            self._services, self._client, PROCESSING_NOTIFICATION, self._url, payload, self._topic
+            self._services,
+            self._client,
+            PROCESSING_NOTIFICATION,
+            self._url,
+            payload,
+            self._topic,
+            once=f"{self._topic}:final" if final else None,
         )
 
     def close(self, timeout: float | None = None) -> bool:

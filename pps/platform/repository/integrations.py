@@ -22,7 +22,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from pps.platform.repository import Page
-from pps.platform.repository.tables import client_settings, webhook_deliveries, webhooks
+from pps.platform.repository.tables import (
+    client_settings,
+    notification_keys,
+    webhook_deliveries,
+    webhooks,
+)
 
 __all__ = [
     "BROKEN",
@@ -369,7 +374,14 @@ class SqlIntegrationStore:
         return len(rows)
 
     def enqueue_notification(
-        self, client: str, event: str, url: str, payload: dict[str, Any], topic: str
+        self,
+        client: str,
+        event: str,
+        url: str,
+        payload: dict[str, Any],
+        topic: str,
+        *,
+        once: str | None = None,
     ) -> str:
         """A notification of ``payload`` to ``url`` (not a webhook); its message id.
 
@@ -377,6 +389,10 @@ class SqlIntegrationStore:
         one supersedes older ones that failed and wait for their retry (the receiver needs
         the newest state, not a backlog). One that was never tried yet is kept, so a
         healthy receiver hears of every change.
+
+        ``once``: a key (up to 120 characters) under which the client's notification is
+        queued at most once, ever: asked again (a job retried after an outage), queued,
+        sending or sent, nothing more is queued and the first one's message id is returned.
         """
         now = utcnow()
         identifier = "msg_" + secrets.token_hex(16)
@@ -384,6 +400,10 @@ class SqlIntegrationStore:
             webhook_deliveries.c.lease_until.is_(None), webhook_deliveries.c.lease_until < now
         )
         with self.engine.begin() as conn:
+            if once is not None:
+                first = self._claim_key(conn, client, once, identifier, now)
+                if first != identifier:
+                    return first
             conn.execute(
                 webhook_deliveries.delete().where(
                     webhook_deliveries.c.client_identifier == client,
@@ -407,6 +427,31 @@ class SqlIntegrationStore:
                     created_at=now,
                 )
             )
+        return identifier
+
+    @staticmethod
+    def _claim_key(conn: Connection, client: str, key: str, identifier: str, now: datetime) -> str:
+        """Insert-if-absent: the message id queued under ``key``, ``identifier`` when it is
+        this call's. The primary key decides between concurrent callers."""
+        mine = sa.and_(
+            notification_keys.c.client_identifier == client, notification_keys.c.key == key
+        )
+        query = sa.select(notification_keys.c.message_identifier).where(mine)
+        existing = conn.execute(query).scalar_one_or_none()
+        if existing is not None:
+            return str(existing)
+        try:
+            with conn.begin_nested():
+                conn.execute(
+                    notification_keys.insert().values(
+                        client_identifier=client,
+                        key=key,
+                        message_identifier=identifier,
+                        created_at=now,
+                    )
+                )
+        except sa.exc.IntegrityError:  # queued meanwhile by another job
+            return str(conn.execute(query).scalar_one())
         return identifier
 
     def claim_due(

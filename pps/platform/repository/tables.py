@@ -281,6 +281,20 @@ webhook_deliveries = sa.Table(
     sa.Index("ix_webhook_deliveries_topic", "topic", "created_at"),
 )
 
+# Notifications that are queued once however often they are asked for (a batch's final
+# state, asked again by a job retried after an outage): the row outlives the delivery, so
+# asking again after it was sent queues nothing either.
+notification_keys = sa.Table(
+    "notification_keys",
+    metadata,
+    owning_client(),
+    sa.Column("key", sa.String(120), nullable=False),
+    # The message queued for it: its ``webhook-id``, the same on every retry.
+    sa.Column("message_identifier", sa.String(40), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.PrimaryKeyConstraint("client_identifier", "key"),
+)
+
 # -- reviews (proof approval; pps.reviews.store) -------------------------------------------
 
 reviews = sa.Table(
