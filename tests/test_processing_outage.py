@@ -1,5 +1,6 @@
 """Batch jobs that meet a database outage: retried by ``pps worker`` until the outcome can
-be recorded, never left ``pending``; the shop hears of the final state exactly once.
+be recorded, never left ``pending``; the shop hears of the final state exactly once, also
+when the outage strikes between sending a notification and recording that it was sent.
 
 A private PostgreSQL cluster (``fault_support``) is shut down while a real ``pps worker
 --burst`` runs the job, and started again; the queue is a private redis-server. The
@@ -12,8 +13,10 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +211,82 @@ def test_a_worker_that_cannot_reach_redis_says_so_and_exits_for_a_retry(tmp_path
         "Error: pps worker stopped: cannot reach Redis at PPS_REDIS_URL ("
     ), done.stderr
     assert done.stderr.endswith(" Queued jobs are kept and retried; run it again later.\n")
+
+
+class HeldReceiver:
+    """A receiver on 127.0.0.1 that answers 204 only once ``answer`` is set."""
+
+    def __init__(self) -> None:
+        self.answer = threading.Event()
+        self.requests: list[tuple[str, bytes]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.requests.append((self.headers["webhook-id"], body))
+                outer.answer.wait(60)
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/notify"
+
+    def close(self) -> None:
+        self.answer.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """Poll until ``predicate`` holds (a bound against hanging, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def test_a_notification_sent_as_the_database_went_down_is_not_sent_again(
+    app: Flask, cluster: PostgresCluster
+) -> None:
+    """The receiver has the final notification; the database goes down before its 2xx can
+    be recorded. Once the database is back the dispatcher records what it kept, rather than
+    sending the message again when its lease expires."""
+    services = app.extensions["pps"]
+    shop = services.repository.create_client("Shop")
+    hook = HeldReceiver()
+    try:
+        services.integrations.enqueue_notification(
+            shop.identifier, "notify.processing", hook.url, {"final": True}, "processing:p"
+        )
+        dispatcher = services.dispatcher()
+        dispatcher.wake()
+        wait_until(lambda: hook.requests)  # sent; the receiver holds its answer
+        cluster.stop()
+        try:
+            hook.answer.set()  # delivered, while the database is down
+            wait_until(lambda: not dispatcher.in_flight() and dispatcher.unrecorded() == 1)
+        finally:
+            cluster.start()
+        # The lease (PPS_NOTIFY_TIMEOUT + 30 s) has long to run: only the kept outcome
+        # empties the outbox now; without it, the message went again at lease expiry.
+        wait_until(lambda: services.integrations.pending(shop.identifier) == 0, timeout=120)
+        assert dispatcher.unrecorded() == 0
+        assert [body for _, body in hook.requests] == [b'{"final":true}']
+    finally:
+        hook.close()

@@ -34,8 +34,13 @@ local event), and a lease on each claimed delivery keeps two dispatchers from se
 same attempt.
 
 An attempt that raises an unexpected error (not an outage of the database) counts as a
-failed attempt and is logged; an outage counts nothing: the lease expires and the attempt
-is made again.
+failed attempt and is logged; an outage before the attempt counts nothing: the lease
+expires and the attempt is made again. An outage *after* it (the message was sent, but
+that cannot be written) keeps the outcome in memory: it is written as soon as the
+database answers, and should the lease have expired meanwhile, this dispatcher records
+the message instead of sending it again. Delivery stays at least once (another
+dispatcher may take the message over once its lease expired, and a dispatcher that dies
+forgets), with the same ``webhook-id`` every time, which receivers deduplicate on.
 
 Health (``status`` of a webhook): a failed attempt makes an operational webhook degraded
 (1), a message given up makes it broken (2), and any success makes it operational (0).
@@ -94,6 +99,8 @@ class Dispatcher:
         self._limit = settings.webhook_concurrency
         self._per_client = settings.webhook_per_client
         self._in_flight: Counter[str] = Counter()
+        # Outcomes of attempts made whose recording met an outage, by message id.
+        self._unrecorded: dict[str, tuple[Delivery, Outcome]] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._wake = threading.Event()
@@ -135,10 +142,16 @@ class Dispatcher:
         with self._lock:
             return {client: n for client, n in self._in_flight.items() if n}
 
+    def unrecorded(self) -> int:
+        """Attempts made whose outcome waits for the database to be written."""
+        with self._lock:
+            return len(self._unrecorded)
+
     def _run(self) -> None:
         while not self._stopped.is_set():
             self._wake.clear()
             try:
+                self._record_unrecorded()
                 self._claim_and_send()
             except Exception as exc:  # the database may be away for a while; try again later
                 outage = outage_message(exc)
@@ -168,8 +181,23 @@ class Dispatcher:
                 self._in_flight[delivery.client_identifier] += 1
             self._pool.submit(self._deliver, delivery)
 
+    def _record_unrecorded(self) -> None:
+        """Write the outcomes an outage kept from being written (raises while it lasts)."""
+        with self._lock:
+            waiting = list(self._unrecorded.values())
+        for delivery, outcome in waiting:
+            with self._lock:
+                if self._unrecorded.pop(delivery.identifier, None) is None:
+                    continue  # taken by a claim of the same message meanwhile
+            self._settle(delivery, outcome)
+
     def _deliver(self, delivery: Delivery) -> None:
         try:
+            with self._lock:
+                known = self._unrecorded.pop(delivery.identifier, None)
+            if known is not None:  # sent already; only its outcome was not written
+                self._settle(delivery, known[1])
+                return
             try:
                 outcome = self._attempt(delivery)
             except Exception as exc:
@@ -184,16 +212,28 @@ class Dispatcher:
                     delivery.event,
                 )
                 outcome = Outcome(False, True, f"unexpected error: {type(exc).__name__}")
-            self._record(delivery, outcome)
+            self._settle(delivery, outcome)
         except Exception:
-            # The database is away: nothing is counted, the lease expires and the attempt
-            # is made again (by this or another dispatcher).
+            # The database is away. Before the attempt nothing is counted: the lease
+            # expires and the attempt is made again (by this or another dispatcher); after
+            # it, its outcome waits in ``_unrecorded`` to be written.
             log.exception("webhook delivery %s could not be attempted", delivery.identifier)
         finally:
             with self._idle:
                 self._in_flight[delivery.client_identifier] -= 1
                 self._idle.notify_all()
             self._wake.set()  # a slot is free: look for more at once
+
+    def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
+        """Record the attempt's outcome; when the database is away, keep it for later, so
+        that a message sent is not sent again for want of a written answer."""
+        try:
+            self._record(delivery, outcome)
+        except Exception as exc:
+            if outage_message(exc) is not None:
+                with self._lock:
+                    self._unrecorded[delivery.identifier] = (delivery, outcome)
+            raise
 
     def _policy(self, delivery: Delivery) -> tuple[float, int, float]:
         """Deadline, attempts and first backoff: ``PPS_NOTIFY_*`` for notifications,
