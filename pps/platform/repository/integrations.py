@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from pps.platform.repository import Page
+from pps.platform.repository.client_lock import ensure_settings_row, lock_client
 from pps.platform.repository.tables import (
     client_settings,
     notification_keys,
@@ -161,26 +162,9 @@ class SqlIntegrationStore:
             proof_required=bool(row["proof_required"]),
         )
 
-    @staticmethod
-    def _ensure_row(conn: Connection, client: str) -> None:
-        exists = conn.execute(
-            sa.select(sa.literal(1)).where(client_settings.c.client_identifier == client)
-        ).first()
-        if exists is not None:
-            return
-        try:
-            with conn.begin_nested():
-                conn.execute(
-                    client_settings.insert().values(
-                        client_identifier=client, allowed_hosts=[], updated_at=utcnow()
-                    )
-                )
-        except sa.exc.IntegrityError:
-            pass  # created meanwhile by another request
-
     def _update(self, client: str, **values: Any) -> None:
         with self.engine.begin() as conn:
-            self._ensure_row(conn, client)
+            ensure_settings_row(conn, client)
             conn.execute(
                 client_settings.update()
                 .where(client_settings.c.client_identifier == client)
@@ -209,7 +193,7 @@ class SqlIntegrationStore:
     @classmethod
     def _issue_secret(cls, conn: Connection, client: str) -> str | None:
         secret = new_webhook_secret()
-        cls._ensure_row(conn, client)
+        ensure_settings_row(conn, client)
         updated = conn.execute(
             client_settings.update()
             .where(
@@ -221,24 +205,6 @@ class SqlIntegrationStore:
         return secret if updated else None
 
     # -- webhooks ------------------------------------------------------------------------
-
-    @classmethod
-    def _lock_client(cls, conn: Connection, client: str) -> None:
-        """Hold the client's settings row until the transaction ends, so that concurrent
-        creates of one client's webhooks check and write one after the other.
-
-        The row is written (to what it holds) rather than read ``FOR UPDATE``: the write
-        locks on both backends (PostgreSQL: the row; SQLite: the database), and SQLite's
-        driver begins its transaction only at the first write.
-        """
-        touch = (
-            client_settings.update()
-            .where(client_settings.c.client_identifier == client)
-            .values(updated_at=client_settings.c.updated_at)
-        )
-        if conn.execute(touch).rowcount == 0:
-            cls._ensure_row(conn, client)
-            conn.execute(touch)
 
     def create_webhook(
         self, client: str, event: str, url: str, *, limit: int | None = None
@@ -256,7 +222,7 @@ class SqlIntegrationStore:
         identifier = secrets.token_hex(16)
         mine = webhooks.c.client_identifier == client
         with self.engine.begin() as conn:
-            self._lock_client(conn, client)
+            lock_client(conn, client)
             existing = (
                 conn.execute(
                     webhooks.select()
