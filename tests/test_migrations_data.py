@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
 from test_migrations_concurrent import fresh_schema
 
-from pps.platform.repository.sql import upgrade_database
+from pps.platform.repository.sql import MIGRATIONS_DIR, upgrade_database
+from pps.platform.repository.storage_budget import SqlStorageBudget
 
 __all__ = ["fresh_schema"]  # the fixture, used by name below
 
@@ -77,4 +80,50 @@ def test_upgrading_a_database_of_the_first_revisions_keeps_its_rows(empty_databa
     )
     upgrade_database(url)
     for table in ("clients", "templates", "users", "drafts", "processings", "processing_drafts"):
+        assert _count(url, table) == 1, table
+
+
+def test_the_storage_budget_revision_keeps_drafts_and_counts_recorded_uploads(
+    empty_database: str,
+) -> None:
+    """0011 adds ``drafts.upload_size`` (0 for PDFs stored before it: their size is not in
+    the database) and the reservations table; uploads keep their recorded sizes."""
+    url = empty_database
+    upgrade_database(url, "0010")
+    _insert(
+        url,
+        [
+            "INSERT INTO clients (identifier, name, api_key, api_key_hash, allowed_origins, "
+            "created_at) VALUES ('c1', 'Shop', 'key', 'hash', '[]', :now)",
+            "INSERT INTO templates (client_identifier, identifier, name, data_keys, "
+            "custom_attributes, page_count, spec, created_at, updated_at) "
+            "VALUES ('c1', 't1', 'Card', '[]', '{}', 1, '{}', :now, :now)",
+            "INSERT INTO users (identifier, client_identifier, custom_attributes, created_at, "
+            "updated_at) VALUES ('u1', 'c1', '{}', :now, :now)",
+            "INSERT INTO drafts (draft_hash, client_identifier, user_identifier, "
+            'template_identifier, intent, state, "values", api_default_values, '
+            "custom_attributes, version, created_at, updated_at, upload_key) VALUES ('d1', "
+            "'c1', 'u1', 't1', 'upload', 'open', '{}', '{}', '{}', 3, :now, :now, "
+            "'drafts/c1/d1/upload/x.pdf')",
+            "INSERT INTO uploads (identifier, client_identifier, kind, name, size, storage_key, "
+            "created_at) VALUES ('f1', 'c1', 'png', 'a.png', 5000000000, 'uploads/c1/f1/file.png'"
+            ", :now)",
+        ],
+    )
+    upgrade_database(url)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(sa.text("SELECT upload_key, upload_size, version FROM drafts")).one()
+        assert tuple(row) == ("drafts/c1/d1/upload/x.pdf", 0, 3)
+        budget = SqlStorageBudget(engine)
+        assert budget.used("c1") == 5_000_000_000  # beyond 32 bits, summed as such
+        budget.release(budget.reserve("c1", 1000, 5_000_001_000))
+    finally:
+        engine.dispose()
+    config = Config()  # and back down: the drafts stay
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    command.downgrade(config, "0010")
+    for table in ("clients", "drafts", "uploads"):
         assert _count(url, table) == 1, table

@@ -38,6 +38,10 @@ STATUS_DESCRIPTIONS = {
     422: "The data was understood but is invalid; `errors` says per field.",
     429: "Too many requests; `Retry-After` says when to try again.",
     503: "A backing service is unavailable; nothing was done. Try again shortly.",
+    507: (
+        "No room: the file storage is full, or the client's uploaded files would take more "
+        "than `PPS_CLIENT_STORAGE_BYTES`; `message` says which. Nothing was stored."
+    ),
 }
 
 #: The statuses a body adds to an operation.

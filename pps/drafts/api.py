@@ -20,10 +20,11 @@ from pps.api.schemas import (
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.files.sweep import delete_draft_files
 from pps.files.uploaded import upload_key
-from pps.platform.errors import NotFound, ValidationFailed
+from pps.platform.errors import ClientStorageFull, NotFound, ValidationFailed
 from pps.platform.models import Draft, Template
 from pps.preflight import preflight_and_store
 from pps.render.problems import english
+from pps.uploads.budget import room_for
 from pps.uploads.images import media_problems
 from pps.variants.options import check_group, new_draft_options, variant_change
 from pps.vdata.service import copy_rows
@@ -246,7 +247,7 @@ def delete_draft(draft_hash: str) -> Response:
 @blp.route("/draft/<draft_hash:draft_hash>/replicate", methods=["POST", "GET"], head=False)
 @blp.body(DraftReplicateInput)
 @blp.response(200, DraftResponse)
-@blp.errors(404, 405, s405="`HEAD`: it would make a copy; send `GET` or `POST`.")
+@blp.errors(404, 405, 507, s405="`HEAD`: it would make a copy; send `GET` or `POST`.")
 def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     """Copy a draft
 
@@ -260,7 +261,9 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     A draft with variable data is copied with its rows (`personalizations.amount` is the
     same): each record renders the copy's values overlaid by its row, so the values sent
     here fill what a row leaves unmapped. A source deleted while it is copied is a 404
-    and leaves no copy.
+    and leaves no copy. A draft with an uploaded print PDF gets its own copy of the PDF:
+    when that would take the client's uploaded files past `PPS_CLIENT_STORAGE_BYTES`, the
+    answer is `507` and there is no copy.
     """
     svc = services()
     client = current_client().identifier
@@ -284,9 +287,7 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     if source.upload_key and uploaded is None:
         _discard_copy(client, draft_hash, record.draft_hash)
     if uploaded is not None:  # the copy gets its own, deleted with it
-        key = upload_key(client, record.draft_hash, uploaded)
-        svc.storage.put(key, uploaded)
-        record = _found(svc.repository.update_draft(client, record.draft_hash, upload_key=key))
+        record = _copy_upload(client, record, uploaded)
     copied = copy_rows(svc, source, record.draft_hash)
     if source.record_count and not copied:
         _discard_copy(client, draft_hash, record.draft_hash)
@@ -294,6 +295,26 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
         record = _found(svc.repository.get_draft(client, record.draft_hash))
     emit(svc, client, DRAFT_CREATED, draft_payload(record))
     return {"data": record}
+
+
+def _copy_upload(client: str, copy: Draft, uploaded: bytes) -> Draft:
+    """The copy with its own copy of the source's print PDF, within the client's storage
+    budget; when it does not fit the copy is deleted and the answer is the 507."""
+    svc = services()
+    key = upload_key(client, copy.draft_hash, uploaded)
+    size = len(uploaded)
+    try:
+        with room_for(svc.uploads.budget, client, size, svc.settings.client_storage_bytes):
+            svc.storage.put(key, uploaded)
+            return _found(
+                svc.repository.update_draft(
+                    client, copy.draft_hash, upload_key=key, upload_size=size
+                )
+            )
+    except ClientStorageFull:
+        svc.repository.delete_draft(client, copy.draft_hash)
+        delete_draft_files(svc.storage, client, copy.draft_hash)
+        raise
 
 
 def _discard_copy(client: str, source_hash: str, copy_hash: str) -> None:

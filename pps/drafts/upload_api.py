@@ -24,6 +24,7 @@ from pps.platform.errors import NotFound, UnsupportedMediaType, ValidationFailed
 from pps.platform.models import UPLOAD_INTENTS
 from pps.preflight import PdfRefused, accept_pdf, preflight_and_store
 from pps.render import AssetError
+from pps.uploads.budget import room_for
 from pps.webhooks.events import DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("draft_upload", "Draft")
@@ -58,7 +59,7 @@ _document: Callable[[F], F] = blp.doc(requestBody=UPLOAD_BODY)
 @blp.post("/draft/<draft_hash:draft_hash>/upload")
 @_document
 @blp.response(200, DraftResponse)
-@blp.errors(400, 404, 413, 415, 422)
+@blp.errors(400, 404, 413, 415, 422, 507)
 def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     """Upload the customer's print PDF
 
@@ -73,7 +74,9 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     bumps the draft's version and is preflighted:
     the answer is the draft with its `preflightStatus` and `validationResults`. At most
     `PPS_MAX_UPLOAD_BYTES` (64 MiB by default), else `413`; another content type than
-    multipart is `415`.
+    multipart is `415`. A PDF that would take the client's uploaded files past
+    `PPS_CLIENT_STORAGE_BYTES` is `507` and nothing changes (the new PDF needs room beside
+    the one it replaces, as both are stored for a moment).
     """
     svc = services()
     client = current_client().identifier
@@ -120,11 +123,13 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     except TemplateNotRenderable as exc:
         raise ValidationFailed(str(exc), errors={"template": [str(exc)]}) from exc
     key = upload_key(client, draft_hash, accepted.data)
-    svc.storage.put(key, accepted.data)
-    updated = svc.repository.update_draft(client, draft_hash, upload_key=key)
-    if updated is None:  # deleted meanwhile
-        svc.storage.delete(key)
-        raise NotFound(DRAFT_NOT_FOUND)
+    size = len(accepted.data)
+    with room_for(svc.uploads.budget, client, size, svc.settings.client_storage_bytes):
+        svc.storage.put(key, accepted.data)
+        updated = svc.repository.update_draft(client, draft_hash, upload_key=key, upload_size=size)
+        if updated is None:  # deleted meanwhile
+            svc.storage.delete(key)
+            raise NotFound(DRAFT_NOT_FOUND)
     if draft.upload_key is not None and draft.upload_key != key:
         svc.storage.delete(draft.upload_key)
     checked = preflight_and_store(

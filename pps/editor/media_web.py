@@ -5,7 +5,8 @@
   (PNG, JPEG, SVG cleaned; size and pixel limits), then stored as the client's upload.
   With ``Accept: application/json`` (the script) it answers the new value, its pixel size
   and effective resolution, and saves nothing; the form without JavaScript saves the value
-  on the draft and returns to the edit step. Refused files: 422 (JSON or the form again).
+  on the draft and returns to the edit step. Refused files: 422 (JSON or the form again);
+  507 the same way when the client's uploads would exceed ``PPS_CLIENT_STORAGE_BYTES``.
 * ``GET /editor/<hash>/image/<identifier>``: an image the draft's client uploaded, for
   the crop view (the draft's own user only).
 """
@@ -29,7 +30,7 @@ from pps.editor.media import (
 from pps.editor.model import FieldView, submitted_values
 from pps.editor.throttle import upload_wait
 from pps.files.rendering import NoUpload, TemplateNotRenderable, draft_spec
-from pps.platform.errors import NotFound, PpsError
+from pps.platform.errors import ClientStorageFull, NotFound, PpsError
 from pps.platform.models import Draft
 from pps.render.problems import Code, Problem
 from pps.uploads.images import IMAGE_KINDS, image_size
@@ -95,7 +96,7 @@ def editor_upload(draft_hash: str) -> Response:
         return _save_form(ctx, key, None)
     svc = services()
     problem = "no file was chosen" if not data else image_kind_problem(data)
-    record = None
+    record, status = None, 422
     if problem is None:
         try:
             record = accept_upload(
@@ -107,20 +108,23 @@ def editor_upload(draft_hash: str) -> Response:
                 UploadLimits(
                     max_bytes=svc.settings.max_upload_bytes,
                     max_pixels=svc.settings.max_image_pixels,
+                    client_bytes=svc.settings.client_storage_bytes,
                 ),
             )
         except UploadRefused as exc:
             problem = str(exc)
+        except ClientStorageFull as exc:  # the shop's budget: nothing the customer can fix
+            problem, status = ctx.t("media.no_room"), exc.status
     if record is None or record.kind not in IMAGE_KINDS:
         message = ctx.t("media.refused", reason=problem or "")
         if wants_json:
             response = jsonify({"message": message, "success": False, "errors": {key: [message]}})
-            response.status_code = 422
+            response.status_code = status
             return response
         # The form again, the reason beside the image, nothing saved.
         values = {**ctx.shown_values, **submitted_values(request.form, ctx.fields)}
         refused = Problem(Code.VALUE_IMAGE_REFUSED, {"reason": problem or ""})
-        return editor._page(ctx, "edit", values=values, errors={key: [refused]}, status=422)
+        return editor._page(ctx, "edit", values=values, errors={key: [refused]}, status=status)
     stored = svc.storage.read(record.storage_key) or b""
     size = image_size(stored) or (1.0, 1.0)
     box = box_of(ctx.spec, key)
@@ -203,8 +207,9 @@ stored cleaned; more pixels than `PPS_MAX_IMAGE_PIXELS` are refused). With
 `Accept: application/json` the answer is `{key, identifier, value, width, height, vector,
 dpi, minDpi, url}` and nothing is saved (the script puts `value` into the form); without,
 the value is saved on the draft and the answer is `303` back to the edit step. A refused
-file: `422` (JSON with `errors.<DataKey>`, or an HTML page). More than 20 uploads a
-minute or 120 an hour from one login: `429` with `Retry-After`, nothing stored.
+file: `422` (JSON with `errors.<DataKey>`, or an HTML page); `507` alike, nothing stored,
+when the shop's uploaded files would take more than `PPS_CLIENT_STORAGE_BYTES`. More than
+20 uploads a minute or 120 an hour from one login: `429` with `Retry-After`, nothing stored.
 """
 
 PAGES.update(
@@ -217,7 +222,7 @@ PAGES.update(
                     "200": {"description": "JSON: the uploaded image and the value to use."},
                     "303": {"description": "Saved; back to the form.", "headers": _LOCATION},
                 },
-                (400, 401, 403, 404, 413, 422, 429, 503),
+                (400, 401, 403, 404, 413, 422, 429, 503, 507),
             )
         },
         "web.editor_uploaded_image": {

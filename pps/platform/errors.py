@@ -128,3 +128,8 @@ class InsufficientStorage(PpsError):
 
     status = 507
     default_message = "The file storage is full; nothing was stored. Try again later."
+
+
+class ClientStorageFull(InsufficientStorage):
+    """The client's uploads would take more than its budget (``PPS_CLIENT_STORAGE_BYTES``):
+    a 507 like a full disk's, since for this client the storage is full; nothing was stored."""

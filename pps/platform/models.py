@@ -115,6 +115,8 @@ class Draft:
     validation_results: tuple[JsonObject, ...] = ()
     #: Storage key of the customer's uploaded print PDF (intents ``upload*``), if any.
     upload_key: str | None = None
+    #: Its bytes, counted against the client's storage budget (``PPS_CLIENT_STORAGE_BYTES``).
+    upload_size: int = 0
     user_group_identifier: str | None = None
     variant: DraftVariant | None = None
     #: Variant identifiers the editor may offer (None: every variant of the template).

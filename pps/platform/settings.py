@@ -36,6 +36,8 @@ class Settings:
     client_cache_ttl: float = 5.0
     max_body_bytes: int = 1024 * 1024
     max_upload_bytes: int = 64 * 1024 * 1024
+    #: What all uploaded files of one client may take together; 0: no budget.
+    client_storage_bytes: int = 20 * 1024**3
     development: bool = False
     x_accel_prefix: str = ""
     worker_mode: str = "auto"
@@ -113,6 +115,8 @@ MAX_INT = 2**31 - 1
 #: bounds anything, and huge ones overflowed socket timeouts and PostgreSQL's
 #: ``statement_timeout`` at the first request instead of at start.
 MAX_SECONDS = 86400.0
+#: Largest storage budget a client may have (1 PiB): sums of sizes stay far within 64 bits.
+MAX_STORAGE_BYTES = 2**50
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 _SHOWN = 60
 
@@ -160,6 +164,24 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise SettingsError(f"{name} must not be negative, got {value}")
     if value > MAX_INT:
         raise SettingsError(f"{name} must be at most {MAX_INT}, got {_shown(raw)}")
+    return value
+
+
+def _storage_bytes(env: Mapping[str, str], default: int) -> int:
+    """``PPS_CLIENT_STORAGE_BYTES``: beyond :data:`MAX_INT`, as budgets are gigabytes."""
+    name = "PPS_CLIENT_STORAGE_BYTES"
+    raw = _text(env, name).strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_STORAGE_BYTES:
+        raise SettingsError(
+            f"{name} must be a whole number of bytes from 0 (no budget) to "
+            f"{MAX_STORAGE_BYTES}, got {_shown(raw)}"
+        )
     return value
 
 
@@ -277,6 +299,7 @@ def load_settings(
         "worker_mode": _text(env, "PPS_WORKER_MODE").strip().lower() or defaults.worker_mode,
         "notify_allow_private": _flag(env, "PPS_NOTIFY_ALLOW_PRIVATE"),
         "notify_attempts": _int(env, "PPS_NOTIFY_ATTEMPTS", defaults.notify_attempts),
+        "client_storage_bytes": _storage_bytes(env, defaults.client_storage_bytes),
         "client_cache_ttl": _float(env, "PPS_CLIENT_CACHE_TTL", defaults.client_cache_ttl),
     }
     for attr, name in _FLOAT_SETTINGS.items():

@@ -35,7 +35,7 @@ _MULTIPART = {
 @blp.post("/file")
 @request_body(blp, _MULTIPART)
 @blp.response(201, FileOut)
-@blp.errors(400, 413, 415, 422)
+@blp.errors(400, 413, 415, 422, 507)
 def upload_file() -> Response:
     """Upload a file
 
@@ -47,7 +47,9 @@ def upload_file() -> Response:
     be UTF-8 (or UTF-16 with a BOM), an XLSX must open.
     At most `PPS_MAX_UPLOAD_BYTES` bytes (413 beyond). Answers `201` with
     `{"identifier": "..."}` without a `data` wrapper, as the PHP SDK's `File::fromArray`
-    reads it. Use the identifier as `file` of `POST /api-ext/draft/{hash}/variable-data`.
+    reads it. A file that would take the client's uploaded files (these, and drafts' print
+    PDFs) past `PPS_CLIENT_STORAGE_BYTES` is `507`, and nothing is stored. Use the
+    identifier as `file` of `POST /api-ext/draft/{hash}/variable-data`.
     """
     name, data = uploaded_part()
     svc = services()
@@ -61,6 +63,7 @@ def upload_file() -> Response:
             UploadLimits(
                 max_bytes=svc.settings.max_upload_bytes,
                 max_pixels=svc.settings.max_image_pixels,
+                client_bytes=svc.settings.client_storage_bytes,
             ),
         )
     except UploadRefused as exc:

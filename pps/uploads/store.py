@@ -3,8 +3,10 @@
 Every check runs before anything is written, so a refused file leaves nothing behind. A
 photo with an EXIF orientation is stored turned upright (:mod:`pps.uploads.orientation`). The
 bytes go to file storage under ``uploads/<client>/<identifier>/file.<kind>``; the record
-(kind, name, size) to the database. Later readers (variable data, image values) look the
-file up by identifier *and* client, so one shop can never read another's upload.
+(kind, name, size) to the database, within the client's byte budget
+(:mod:`pps.uploads.budget`: a 507 before anything is written when it does not fit). Later
+readers (variable data, image values) look the file up by identifier *and* client, so one
+shop can never read another's upload.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pps.platform.storage import FileStorage
 from pps.render.decode import asset_problem
 from pps.render.pdf_encryption import encryption_problem
 from pps.render.vector import svg_problem
+from pps.uploads.budget import room_for
 from pps.uploads.kinds import Kind, UnknownKind, decode_text, sniff
 from pps.uploads.orientation import upright
 from pps.uploads.svg import SvgRefused, sanitize_svg
@@ -36,6 +39,8 @@ class UploadRefused(ValueError):
 class UploadLimits:
     max_bytes: int
     max_pixels: int
+    #: ``PPS_CLIENT_STORAGE_BYTES``: what all of a client's uploads may take (0: no budget).
+    client_bytes: int
 
 
 def accept_upload(
@@ -59,11 +64,21 @@ def accept_upload(
     data = _checked(kind, data, limits)
     identifier = records.new_identifier()
     key = f"uploads/{client}/{identifier}/file.{kind}"
-    storage.put(key, data)
     clean_name = "".join(ch for ch in name if ch.isprintable())[:MAX_NAME] or f"file.{kind}"
-    return records.create(
-        client, identifier=identifier, kind=kind, name=clean_name, size=len(data), storage_key=key
-    )
+    with room_for(records.budget, client, len(data), limits.client_bytes):
+        storage.put(key, data)
+        try:
+            return records.create(
+                client,
+                identifier=identifier,
+                kind=kind,
+                name=clean_name,
+                size=len(data),
+                storage_key=key,
+            )
+        except Exception:
+            storage.delete(key)  # no record: the file would count nowhere and stay forever
+            raise
 
 
 def read_upload(storage: FileStorage, record: Upload) -> bytes:

@@ -154,6 +154,9 @@ _PAGE_ERRORS = {
     422: "The form again (HTML), with a message beside each invalid field.",
     429: "JSON error: previews requested too fast; `Retry-After` says when to try again.",
     503: "HTML error page: a backing service is unavailable; nothing was done.",
+    507: "No room for the file (the shop's uploads are at `PPS_CLIENT_STORAGE_BYTES`, or "
+    "the storage is full): JSON with `errors.<DataKey>`, or the form again (HTML) with the "
+    "reason beside the image; nothing stored.",
 }
 _LOCATION = {"Location": {"schema": {"type": "string"}}}
 _REVIEW_ERRORS = {

@@ -191,6 +191,7 @@ class Repository(Protocol):
         user_group_identifier: str | None = None,
         flags: Mapping[str, bool] | None = None,
         upload_key: str | None = None,
+        upload_size: int | None = None,
         expected_version: int | None = None,
         proof_approved_at: datetime | None = None,
     ) -> Draft | None:
@@ -199,6 +200,7 @@ class Repository(Protocol):
         ``user_group_identifier`` ``""`` takes the draft out of its group. With
         ``expected_version`` the change is written only while the draft is at that version
         (one statement: a compare-and-set), else :class:`VersionConflict`.
+        ``upload_size`` is the bytes of the PDF at ``upload_key``.
         ``proof_approved_at`` records the customer's proof approval for the new version.
         """
         ...

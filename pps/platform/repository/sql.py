@@ -314,6 +314,7 @@ def _draft(row: RowMapping) -> Draft:
         preflight_status=row["preflight_status"],
         validation_results=tuple(row["validation_results"] or ()),
         upload_key=row["upload_key"],
+        upload_size=int(row["upload_size"] or 0),
         proof_approved_at=_aware(row["proof_approved_at"]),
         proof_approved_version=row["proof_approved_version"],
     )
@@ -776,6 +777,7 @@ class SqlRepository:
         user_group_identifier: str | None = None,
         flags: Mapping[str, bool] | None = None,
         upload_key: str | None = None,
+        upload_size: int | None = None,
         expected_version: int | None = None,
         proof_approved_at: datetime | None = None,
     ) -> Draft | None:
@@ -788,6 +790,8 @@ class SqlRepository:
         }
         if upload_key is not None:
             changes["upload_key"] = upload_key
+        if upload_size is not None:
+            changes["upload_size"] = upload_size
         if variant is not None:
             changes.update(_variant_columns(variant))
         if user_group_identifier is not None:

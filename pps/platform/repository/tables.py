@@ -125,6 +125,8 @@ drafts = sa.Table(
     sa.Column("preflight_status", sa.Integer, nullable=False, server_default="-1"),
     sa.Column("validation_results", sa.JSON, nullable=False, server_default="[]"),
     sa.Column("upload_key", sa.String(500), nullable=True),
+    # Bytes of that PDF, counted against the client's storage budget (migration 0011).
+    sa.Column("upload_size", sa.BigInteger, nullable=False, server_default="0"),
     # pps.groups and pps.variants (migration 0004)
     sa.Column(
         "user_group_identifier",
@@ -194,6 +196,17 @@ uploads = sa.Table(
     sa.Column("size", sa.BigInteger, nullable=False),
     sa.Column("storage_key", sa.String(500), nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
+)
+
+# Room taken in the client's storage budget for an upload being written (pps.uploads.budget):
+# released once the file's own row holds its size; counts no more after ``expires_at``.
+storage_reservations = sa.Table(
+    "storage_reservations",
+    metadata,
+    sa.Column("identifier", sa.String(32), primary_key=True),
+    owning_client(),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
 )
 
 variable_rows = sa.Table(

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy.engine import Engine
 
 from pps.platform import ids
+from pps.platform.repository.storage_budget import SqlStorageBudget
 from pps.platform.repository.tables import uploads
 
 __all__ = ["SqlUploadStore", "Upload"]
@@ -31,6 +32,8 @@ class Upload:
 class SqlUploadStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        #: What the client's uploads take of its budget (``PPS_CLIENT_STORAGE_BYTES``).
+        self.budget = SqlStorageBudget(engine)
 
     def create(
         self, client: str, *, identifier: str, kind: str, name: str, size: int, storage_key: str
