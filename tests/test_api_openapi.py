@@ -371,6 +371,7 @@ def test_real_responses_match_the_documented_schemas(
                 "content_type": "multipart/form-data",
             },
         ),
+        ("DELETE", "/api-ext/file/{identifier}", "/api-ext/file/{file}", {}),
         (
             "POST",
             "/api-ext/draft/{draft_hash}/variable-data",
@@ -460,6 +461,8 @@ def test_real_responses_match_the_documented_schemas(
             assert_matches(spec, schema, response.get_json(), where)
         if documented_path == "/api-ext/draft" and method == "POST":
             ids["draft"] = response.get_json()["data"]["draftHash"]
+        if documented_path == "/api-ext/file" and method == "POST":
+            ids["file"] = response.get_json()["identifier"]
         if documented_path == "/api-ext/webhook" and method == "POST":
             ids["webhook"] = response.get_json()["data"]["identifier"]
         if documented_path == "/api-ext/user-group" and method == "POST":

@@ -146,6 +146,21 @@ def test_deleting_a_draft_frees_its_print_pdfs_room(
     assert kept is not None and budget.used(tenant.identifier) == kept.upload_size > 0
 
 
+def test_deleting_a_file_frees_its_room_and_its_bytes(
+    app: Flask, api: ApiClient, other_api: ApiClient, repo: SqlRepository, tenant: Client
+) -> None:
+    first = upload(api, "a.csv", sized(BUDGET - 500))
+    assert getattr(first, "status_code", None) == 201
+    identifier = first.get_json()["identifier"]  # type: ignore[attr-defined]
+    full(upload(api, "b.csv", TABLE))
+    assert_error(other_api.delete(f"/api-ext/file/{identifier}"), 404)  # not its file
+    deleted = api.delete(f"/api-ext/file/{identifier}")
+    assert deleted.status_code == 204 and deleted.get_data() == b""
+    assert stored_files(app) == [] and upload_rows(repo, tenant) == 0
+    assert_error(api.delete(f"/api-ext/file/{identifier}"), 404)
+    assert upload(api, "b.csv", TABLE).status_code == 201
+
+
 def test_the_editors_image_upload_is_refused_in_its_own_shapes(
     app: Flask,
     api: ApiClient,

@@ -6,9 +6,10 @@ from flask import Response, jsonify
 from marshmallow import Schema, fields
 
 from pps.api import bp, current_client, resource, services
-from pps.platform.errors import ValidationFailed
+from pps.platform.errors import NotFound, ValidationFailed
 from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
 from pps.uploads.web_body import request_body, uploaded_part
+from pps.web.common import no_content
 
 blp = resource("uploads", "File")
 
@@ -71,6 +72,25 @@ def upload_file() -> Response:
     response = jsonify({"identifier": record.identifier})
     response.status_code = 201
     return response
+
+
+@blp.delete("/file/<identifier>")
+@blp.response(204, description="Deleted; the body is empty.")
+@blp.errors(404)
+def delete_file(identifier: str) -> Response:
+    """Delete an uploaded file
+
+    The file's bytes and record go, and its size no longer counts against the client's
+    `PPS_CLIENT_STORAGE_BYTES`. Drafts whose image value names it have an unknown image
+    from then on (their files are a `422` until another image is chosen); variable data
+    read from it stays. Another client's file, or one deleted already, is a `404`.
+    """
+    svc = services()
+    record = svc.uploads.delete(current_client().identifier, identifier)
+    if record is None:
+        raise NotFound("No uploaded file with this identifier exists for this client.")
+    svc.storage.delete(record.storage_key)
+    return no_content()
 
 
 bp.register_blueprint(blp)  # once, at import: the API blueprint nests this resource

@@ -40,5 +40,6 @@ def storage_full(exc: BudgetExceeded) -> ClientStorageFull:
     return ClientStorageFull(
         f"This client's uploaded files take {exc.used} of its {exc.budget} bytes "
         f"(PPS_CLIENT_STORAGE_BYTES); the file of {exc.size} bytes does not fit, and nothing "
-        "was stored. Deleting drafts with an uploaded print PDF frees room."
+        "was stored. Deleting files (DELETE /api-ext/file/<identifier>) or drafts with an "
+        "uploaded print PDF frees room."
     )

@@ -91,3 +91,17 @@ class SqlUploadStore:
             storage_key=row["storage_key"],
             created_at=created if created.tzinfo else created.replace(tzinfo=UTC),
         )
+
+    def delete(self, client: str, identifier: str) -> Upload | None:
+        """Remove the record (the caller deletes the bytes); the record, None when the
+        client has no such file. Its size counts against the budget no more."""
+        record = self.get(client, identifier)
+        if record is None:
+            return None
+        with self.engine.begin() as conn:
+            deleted = conn.execute(
+                uploads.delete().where(
+                    uploads.c.identifier == identifier, uploads.c.client_identifier == client
+                )
+            ).rowcount
+        return record if deleted else None
