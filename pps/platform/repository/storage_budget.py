@@ -79,16 +79,22 @@ class SqlStorageBudget:
 
     @staticmethod
     def _used(conn: Connection, client: str, now: datetime) -> int:
+        """One statement, so one snapshot: an upload whose row is written and whose
+        reservation is released in between is counted once or twice, never not at all
+        (PostgreSQL's READ COMMITTED gives each statement a snapshot of its own)."""
         sums = [
-            sa.select(sa.func.coalesce(sa.func.sum(uploads.c.size), 0)).where(
-                uploads.c.client_identifier == client
-            ),
-            sa.select(sa.func.coalesce(sa.func.sum(drafts.c.upload_size), 0)).where(
-                drafts.c.client_identifier == client
-            ),
-            sa.select(sa.func.coalesce(sa.func.sum(storage_reservations.c.size), 0)).where(
+            sa.select(sa.func.coalesce(sa.func.sum(uploads.c.size), 0))
+            .where(uploads.c.client_identifier == client)
+            .scalar_subquery(),
+            sa.select(sa.func.coalesce(sa.func.sum(drafts.c.upload_size), 0))
+            .where(drafts.c.client_identifier == client)
+            .scalar_subquery(),
+            sa.select(sa.func.coalesce(sa.func.sum(storage_reservations.c.size), 0))
+            .where(
                 storage_reservations.c.client_identifier == client,
                 storage_reservations.c.expires_at > now,
-            ),
+            )
+            .scalar_subquery(),
         ]
-        return sum(int(conn.execute(query).scalar_one()) for query in sums)
+        row = conn.execute(sa.select(*sums)).one()
+        return sum(int(value) for value in row)
