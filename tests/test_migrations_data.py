@@ -86,10 +86,10 @@ def test_upgrading_a_database_of_the_first_revisions_keeps_its_rows(empty_databa
 def test_the_storage_budget_revision_keeps_drafts_and_counts_recorded_uploads(
     empty_database: str,
 ) -> None:
-    """0011 adds ``drafts.upload_size`` (0 for PDFs stored before it: their size is not in
+    """0012 adds ``drafts.upload_size`` (0 for PDFs stored before it: their size is not in
     the database) and the reservations table; uploads keep their recorded sizes."""
     url = empty_database
-    upgrade_database(url, "0010")
+    upgrade_database(url, "0011")
     _insert(
         url,
         [
@@ -124,6 +124,6 @@ def test_the_storage_budget_revision_keeps_drafts_and_counts_recorded_uploads(
     config = Config()  # and back down: the drafts stay
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    command.downgrade(config, "0010")
+    command.downgrade(config, "0011")
     for table in ("clients", "drafts", "uploads"):
         assert _count(url, table) == 1, table

@@ -125,7 +125,7 @@ drafts = sa.Table(
     sa.Column("preflight_status", sa.Integer, nullable=False, server_default="-1"),
     sa.Column("validation_results", sa.JSON, nullable=False, server_default="[]"),
     sa.Column("upload_key", sa.String(500), nullable=True),
-    # Bytes of that PDF, counted against the client's storage budget (migration 0011).
+    # Bytes of that PDF, counted against the client's storage budget (migration 0012).
     sa.Column("upload_size", sa.BigInteger, nullable=False, server_default="0"),
     # pps.groups and pps.variants (migration 0004)
     sa.Column(

@@ -5,8 +5,8 @@
 for an upload while its file is written. PDFs uploaded before this revision count 0 bytes
 until replaced (a migration cannot read file storage).
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-20 09:00:00.000000
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
