@@ -18,6 +18,7 @@ Without Chromium or Playwright the tests are skipped locally and fail when ``CI`
 from __future__ import annotations
 
 import base64
+import io
 import json
 import threading
 import time
@@ -32,8 +33,12 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 from conftest import free_port
+from PIL import Image
 from server_support import ROOT, Server, api_json, shop_token
 from test_browser import HtmlHandler, chromium, pps_server
+from test_browser_media import red_pixels
+
+from pps.editor.throttle import UPLOADS_PER_MINUTE
 
 __all__ = ["chromium", "pps_server"]  # fixtures shared with test_browser.py
 
@@ -545,3 +550,291 @@ def test_finish_goes_through_the_proof_the_client_requires(
         assert stored["proofApprovedAt"]
     finally:
         pps_server.pps("client", "proof-approval", shop.client, "--optional")
+
+
+# -- image objects: findEditorObjects and replaceWithFile ------------------------------------
+
+#: An async function run in the shop's page: ``window.editor`` with the reference's calls,
+#: and a File made of the bytes handed over (base64), as an <input type=file> would give.
+CALL = """async ([script, base64, name, type]) => {
+  const bytes = base64 === null ? null : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  const file = bytes === null ? null : new File([bytes], name, { type: type });
+  const plain = (value) => JSON.parse(JSON.stringify(value));
+  const run = new Function("editor", "file", script);
+  try {
+    return { ok: true, result: plain(await run(window.editor, file)) };
+  } catch (error) {
+    return { ok: false, code: error.code, message: error.message, name: error.name };
+  }
+}"""
+
+
+def call(page: Any, script: str, data: bytes | None = None, name: str = "logo.png") -> Any:
+    """Run ``script`` (the body of ``async (editor, file) => ...``) in the shop's page."""
+    encoded = None if data is None else base64.b64encode(data).decode()
+    kind = "image/png" if name.endswith(".png") else "text/plain"
+    return page.evaluate(CALL, [f"return (async () => {{ {script} }})();", encoded, name, kind])
+
+
+def png(width: int, height: int, mode: str = "RGB", colour: Any = (255, 0, 0)) -> bytes:
+    image = Image.new(mode, (width, height), colour)
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def uploads_seen(page: Any) -> list[str]:
+    seen: list[str] = []
+    page.on(
+        "request", lambda request: seen.append(request.url) if "/upload" in request.url else None
+    )
+    return seen
+
+
+def test_the_shop_lists_the_image_objects_and_puts_a_file_into_one(
+    page: Any, shop: Shop, pps_server: Server
+) -> None:
+    """Assets.vue and CroppingImage.vue of the reference's editor demo, call by call."""
+    uploads = uploads_seen(page)
+    page.goto(f"{shop.origin}/frame-server")
+    connected(page)
+    draft_hash = shop.drafts[-1]
+    wait_event(page, "editor.loaded")
+    frame = editor_frame(page)
+
+    # findEditorObjects({type: BlockTypes.ASSET}): the card's logo box, nothing placed yet.
+    found = call(
+        page,
+        "const list = await editor.findEditorObjects({ type: 'asset' });"
+        "return list.map((o) => ({ ...o, replaces: typeof o.replaceWithFile }));",
+    )
+    assert found["ok"], found
+    assert found["result"] == [
+        {
+            "id": "logo",
+            "type": "asset",
+            "blockType": "asset",
+            "assetType": "image",
+            "name": "logo",
+            "title": "Your logo",
+            "label": "Your logo",
+            "dataKey": "logo",
+            "pageNumber": 1,
+            "width": 24,
+            "height": 6,
+            "unit": "mm",
+            "required": False,
+            "file": None,
+            "previewUrl": None,
+            "imageWidth": None,
+            "imageHeight": None,
+            "dpi": None,
+            "restrictions": {"dpi": {"perfect": 300, "error": 300}},
+            "replaces": "function",
+        }
+    ]
+    # Other filters: "image" means the same; texts by their type; a type pps has none of.
+    assert call(page, "return (await editor.findEditorObjects({ type: 'image' })).length;") == {
+        "ok": True,
+        "result": 1,
+    }
+    texts = call(
+        page, "return (await editor.findEditorObjects({ type: 'text' })).map((o) => o.id);"
+    )
+    assert texts["result"] == ["name", "title", "phone", "email", "url"]
+    assert (
+        call(page, "return (await editor.findEditorObjects({ type: 'shape' })).length;")["result"]
+        == 0
+    )
+    everything = call(page, "return (await editor.findEditorObjects()).map((o) => o.id);")
+    assert everything["result"] == ["logo", "name", "title", "phone", "email", "url"]
+    single = call(
+        page, "return (await editor.findEditorObject({ type: 'asset', name: 'logo' })).id;"
+    )
+    assert single["result"] == "logo"
+    assert shop.problems == []
+
+    before = page.evaluate("window.editor.getPager().getPagePreview(1)")
+    assert red_pixels(before) == 0
+
+    # picture.replaceWithFile(new File(...)), then save() and the previews, as the demo does.
+    replaced = call(
+        page,
+        "const [picture] = await editor.findEditorObjects({ type: 'asset' });"
+        "await editor.getLoader().show('Loading...');"
+        "const placed = await picture.replaceWithFile(file);"
+        "const saved = await editor.save();"
+        "await editor.getPager().updatePagePreview(1);"
+        "const preview = await editor.getPager().getPagePreview(1);"
+        "await editor.getLoader().hide();"
+        "return { placed, saved, preview };",
+        png(480, 120),
+    )
+    assert replaced["ok"], replaced
+    placed = replaced["result"]["placed"]
+    assert placed["id"] == "logo" and placed["imageWidth"] == 480 and placed["imageHeight"] == 120
+    assert placed["file"] and placed["previewUrl"] == (
+        f"{pps_server.base_url}/editor/{draft_hash}/image/{placed['file']}"
+    )
+    assert placed["dpi"] == 508  # 480 px over 24 mm
+    assert len(uploads) == 1 and uploads[0].endswith(f"/editor/{draft_hash}/upload")
+    # In the editor's form, as the customer's own upload puts it; the shop heard of it.
+    value = json.loads(frame.locator("input[name='v:logo']").input_value())
+    assert value["file"] == placed["file"]
+    assert {"key": "logo", "value": frame.locator("input[name='v:logo']").input_value()} in events(
+        page, "editor.changed"
+    )
+    # The page shows the red logo now.
+    assert red_pixels(replaced["result"]["preview"]) > 500
+    # Saved: the draft's stored values hold it (a reload of the frame shows them).
+    assert draft(shop, draft_hash)["state"] == "edited"
+    frame.goto(frame.url)
+    wait_event(page, "editor.loaded", count=2)
+    frame = editor_frame(page)
+    assert json.loads(frame.locator("input[name='v:logo']").input_value())["file"] == placed["file"]
+    again = call(page, "return (await editor.findEditorObjects({ type: 'asset' }))[0];")
+    assert again["result"]["file"] == placed["file"]
+    assert again["result"]["imageWidth"] == 480
+
+
+def test_a_file_put_into_an_image_is_autosaved(page: Any, shop: Shop) -> None:
+    page.goto(f"{shop.origin}/frame-server")
+    connected(page)
+    draft_hash = shop.drafts[-1]
+    version = wait_event(page, "editor.loaded")[0]["draftInfo"]["version"]
+    placed = call(
+        page,
+        "const [picture] = await editor.findEditorObjects({ type: 'asset' });"
+        "return await picture.replaceWithFile(file);",
+        png(480, 120),
+    )
+    assert placed["ok"], placed
+    # No save() by the shop: the editor's autosave stores it, as the customer's own change.
+    saved = wait_event(page, "editor.saved")
+    assert saved[-1]["version"] > version
+    assert draft(shop, draft_hash)["state"] == "edited"
+    frame = editor_frame(page)
+    frame.goto(frame.url)
+    wait_event(page, "editor.loaded", count=2)
+    stored = editor_frame(page).locator("input[name='v:logo']").input_value()
+    assert json.loads(stored)["file"] == placed["result"]["file"]
+
+
+def test_replace_with_file_rejects_what_the_editor_would_not_take(page: Any, shop: Shop) -> None:
+    uploads = uploads_seen(page)
+    page.goto(f"{shop.origin}/frame-server")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    frame = editor_frame(page)
+    logo = frame.locator("input[name='v:logo']")
+    before = logo.input_value()
+
+    def refused(script: str, data: bytes | None = png(40, 10), name: str = "logo.png") -> Any:
+        answer = call(page, script, data, name)
+        assert answer["ok"] is False, answer
+        assert answer["name"] == "EditorError"
+        return answer
+
+    # An object the design does not have, and a text: no upload is made.
+    unknown = refused(
+        "const [picture] = await editor.findEditorObjects({ type: 'asset' });"
+        "picture.id = 'nope'; return await picture.replaceWithFile(file);"
+    )
+    assert unknown["code"] == "unknown-object"
+    assert unknown["message"] == 'The design has no object "nope".'
+    text = refused(
+        "const [name] = await editor.findEditorObjects({ type: 'text' });"
+        "return await name.replaceWithFile(file);"
+    )
+    assert text["code"] == "wrong-type"
+    assert text["message"] == (
+        'The object "name" is a text, not an image: only images take a file.'
+    )
+    nothing = refused(
+        "const [picture] = await editor.findEditorObjects({ type: 'asset' });"
+        "return await picture.replaceWithFile('logo.png');"
+    )
+    assert nothing["code"] == "bad-request"
+    assert uploads == []
+
+    # Files the upload refuses: its message, beside the image in the editor too.
+    not_image = refused(
+        "const [picture] = await editor.findEditorObjects({ type: 'asset' });"
+        "return await picture.replaceWithFile(file);",
+        b"just some words\n",
+        "notes.txt",
+    )
+    assert not_image["code"] == "invalid"
+    assert not_image["message"].startswith("This file cannot be used: ")
+    assert (
+        frame.locator("#f-5-error, .media-image .field-error").first.inner_text()
+        == (not_image["message"])
+    )
+    huge = refused(
+        "const [picture] = await editor.findEditorObjects({ type: 'asset' });"
+        "return await picture.replaceWithFile(file);",
+        png(6400, 6400, mode="1", colour=1),  # 41 million pixels, over PPS_MAX_IMAGE_PIXELS
+    )
+    assert huge["code"] == "invalid"
+    assert "pixels" in huge["message"], huge
+    assert len(uploads) == 2
+    assert logo.input_value() == before
+
+
+def test_replace_with_file_keeps_to_the_editors_upload_rate_limit(page: Any, shop: Shop) -> None:
+    page.goto(f"{shop.origin}/frame-server")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    answer = call(
+        page,
+        "const [picture] = await editor.findEditorObjects({ type: 'asset' });"
+        "for (let count = 1; count <= 40; count += 1) {"
+        "  try { await picture.replaceWithFile(file); }"
+        "  catch (error) { return { count, code: error.code, message: error.message }; }"
+        "}"
+        "return null;",
+        png(48, 12),
+    )
+    assert answer["ok"], answer
+    refusal = answer["result"]
+    assert refusal is not None
+    assert refusal["count"] > UPLOADS_PER_MINUTE  # the burst first, then the editor's 429
+    assert refusal["code"] == "http-429"
+    assert refusal["message"]
+
+
+def test_image_object_messages_from_a_foreign_origin_are_ignored(page: Any, shop: Shop) -> None:
+    uploads = uploads_seen(page)
+    page.goto(f"{shop.origin}/frame-server")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    frame = editor_frame(page)
+    logo = frame.locator("input[name='v:logo']")
+    before = logo.input_value()
+    stranger = page.frame(name="stranger")
+    assert stranger is not None and stranger.url.startswith(shop.stranger)
+    heard = stranger.evaluate(
+        """async (base64) => {
+          const heard = [];
+          addEventListener("message", (event) => heard.push(JSON.stringify(event.data)));
+          const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+          const file = new File([bytes], "evil.png", { type: "image/png" });
+          const editor = parent.frames[0];
+          const base = { protocol: "pps-editor", version: 1 };
+          editor.postMessage({ ...base, kind: "connect" }, "*");
+          editor.postMessage({ ...base, kind: "request", id: 1, method: "findObjects",
+                               params: { type: "asset" } }, "*");
+          editor.postMessage({ ...base, kind: "request", id: 2, method: "replaceWithFile",
+                               params: { id: "logo", file: file } }, "*");
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          return heard;
+        }""",
+        base64.b64encode(png(48, 12)).decode(),
+    )
+    assert heard == []
+    assert uploads == []
+    assert logo.input_value() == before
+    assert events(page, "editor.changed") == []
+    # The shop itself still gets its answers.
+    found = call(page, "return (await editor.findEditorObjects({ type: 'asset' })).length;")
+    assert found == {"ok": True, "result": 1}

@@ -44,6 +44,7 @@ __all__ = [
     "image_kind_problem",
     "image_value",
     "media_view",
+    "place_of",
     "saved_problems",
 ]
 
@@ -88,6 +89,7 @@ class ImageView:
     pixel_height: float
     box_width_mm: float
     box_height_mm: float
+    page: int  # the first page (from 0) showing the image
     zoom: float
     center_x: float
     center_y: float
@@ -150,10 +152,17 @@ def _hex(color: Color | None) -> str:
 
 def box_of(spec: TemplateSpec, key: str) -> Box | None:
     """The box of the first image element bound to ``key``."""
-    for page in spec.pages:
+    placed = place_of(spec, key)
+    return placed[1] if placed is not None else None
+
+
+def place_of(spec: TemplateSpec, key: str) -> tuple[int, Box] | None:
+    """The page (from 0) and box of the first image element bound to ``key``: what the
+    shop's page is told of the image object (``findEditorObjects``, docs/embedding.md)."""
+    for index, page in enumerate(spec.pages):
         for element in page.elements:
             if isinstance(element, ImageElement) and element.data_key == key:
-                return element.box
+                return index, element.box
     return None
 
 
@@ -257,7 +266,7 @@ def _image_view(
     records: SqlUploadStore,
 ) -> ImageView:
     key, value = field.key, field.value
-    box = box_of(spec, key) or Box(0, 0, 1, 1)
+    page, box = place_of(spec, key) or (0, Box(0, 0, 1, 1))
     parsed = parse_image_value(value)
     file, size, zoom, center, dpi = "", (0.0, 0.0), 1.0, (0.5, 0.5), None
     if isinstance(parsed, ImageValue):
@@ -289,6 +298,7 @@ def _image_view(
         pixel_height=size[1],
         box_width_mm=box.width,
         box_height_mm=box.height,
+        page=page,
         zoom=round(zoom, 3),
         center_x=round(center[0], 4),
         center_y=round(center[1], 4),

@@ -373,6 +373,126 @@ function finish() {
   );
 }
 
+// -- objects: the design's images (and texts) for findEditorObjects / replaceWithFile -------
+
+/** Names of the reference's block types for images (its BlockTypes.ASSET) and texts. */
+const IMAGE_TYPES = ["asset", "assets", "image", "images", "picture"];
+const TEXT_TYPES = ["text", "texts"];
+
+/** An image of the design as the reference's asset object: `id` and `name` are the
+ *  DataKey (the reference finds blocks by name), `title` its label; the box in mm; the
+ *  image placed now (its URL, pixel size and resolution), else nulls. */
+function imageObject(image) {
+  return {
+    id: image.key,
+    type: "asset",
+    blockType: "asset",
+    assetType: "image",
+    name: image.key,
+    title: image.label,
+    label: image.label,
+    dataKey: image.key,
+    pageNumber: image.page + 1,
+    width: image.boxWidth,
+    height: image.boxHeight,
+    unit: "mm",
+    required: image.required,
+    file: image.file,
+    previewUrl: image.url,
+    imageWidth: image.imageWidth,
+    imageHeight: image.imageHeight,
+    dpi: image.dpi,
+    restrictions: { dpi: { perfect: image.minDpi, error: image.minDpi } },
+  };
+}
+
+function textObject(key) {
+  const control = field(key);
+  const known = (info.dataKeys || []).find((dataKey) => dataKey.name === key);
+  const label = known ? known.label : key;
+  return {
+    id: key,
+    type: "text",
+    blockType: "text",
+    name: key,
+    title: label,
+    label: label,
+    dataKey: key,
+    value: control.value,
+    required: control.required,
+  };
+}
+
+function editorObjects() {
+  if (!form()) {
+    throw new BridgeError("no-form", "This step has no form; open the embed or edit step.");
+  }
+  const images = has("imageObjects") ? editor().imageObjects().map(imageObject) : [];
+  const imageKeys = images.map((item) => item.id);
+  const texts = [];
+  (info.dataKeys || []).forEach((dataKey) => {
+    if (imageKeys.indexOf(dataKey.name) !== -1) {
+      return;
+    }
+    let control = null;
+    try {
+      control = field(dataKey.name);
+    } catch (error) {
+      return; // not a field of this form
+    }
+    const tag = control.tagName;
+    if (tag === "TEXTAREA" || (tag === "INPUT" && control.type !== "hidden" && control.type !== "color")) {
+      texts.push(textObject(dataKey.name));
+    }
+  });
+  return images.concat(texts);
+}
+
+/** The objects matching {type, id, name}: type `asset` (or `image`) for images, `text`
+ *  for texts, none for all; a type pps has no objects of finds none. */
+function findObjects(params) {
+  const type = params.type;
+  if (type != null && typeof type !== "string") {
+    throw new BridgeError("bad-request", "type must be a string such as \"asset\" or \"text\".");
+  }
+  const wanted = type == null ? null : type.toLowerCase();
+  return editorObjects().filter((item) => {
+    if (wanted !== null) {
+      const kinds = item.type === "asset" ? IMAGE_TYPES : TEXT_TYPES;
+      if (kinds.indexOf(wanted) === -1) {
+        return false;
+      }
+    }
+    return (params.id == null || item.id === String(params.id)) && (params.name == null || item.name === String(params.name));
+  });
+}
+
+/** Puts the shop's file into image object `id` as the customer's own upload would: the
+ *  same POST /editor/<hash>/upload (checks, limits, rate limits), then the form's value,
+ *  the live preview, undo and the autosave follow. Resolves the object as it is now. */
+function replaceWithFile(params) {
+  const id = params.id == null ? "" : String(params.id);
+  const found = editorObjects().find((item) => item.id === id);
+  if (!found) {
+    throw new BridgeError("unknown-object", "The design has no object " + JSON.stringify(id) + ".");
+  }
+  if (found.type !== "asset") {
+    throw new BridgeError(
+      "wrong-type",
+      "The object " + JSON.stringify(id) + " is a " + found.type + ", not an image: only images take a file."
+    );
+  }
+  if (info.locked) {
+    throw new BridgeError("locked", "This design is locked: it can no longer be changed.");
+  }
+  if (!(params.file instanceof Blob) || params.file.size === 0) {
+    throw new BridgeError("bad-request", "file must be a File or Blob with the image's bytes.");
+  }
+  return editor()
+    .replaceImage(id, params.file)
+    .then((image) => imageObject(image));
+}
+
 function pages() {
   const images = pageImages();
   const count = typeof info.pages === "number" ? info.pages : images.length;
@@ -404,6 +524,8 @@ const METHODS = {
   hideLoader: hideLoader,
   save: save,
   finish: finish,
+  findObjects: findObjects,
+  replaceWithFile: replaceWithFile,
 };
 
 function pageNumberOf(params) {

@@ -178,58 +178,108 @@
     }
     hidden.addEventListener("input", follow);
 
+    /** Uploads ``file`` through POST /editor/<hash>/upload (its checks, limits and rate
+     *  limits) and puts it into the crop frame and the form as a fresh pick: a Promise of
+     *  the image's object (see object()), rejected with the upload's message and a code. */
     function upload(file) {
-      if (!file) {
-        return;
-      }
       var body = new FormData();
       body.append("csrf_token", form.querySelector("input[name=csrf_token]").value);
       body.append("upload", key);
-      body.append("image:" + key, file, file.name);
+      body.append("image:" + key, file, file.name || "image");
       error.textContent = "";
       dpiText.textContent = root.getAttribute("data-msg-uploading");
       group.setAttribute("aria-busy", "true");
-      fetch(root.getAttribute("data-upload-url"), {
+      return fetch(root.getAttribute("data-upload-url"), {
         method: "POST",
         body: body,
         credentials: "same-origin",
         headers: { Accept: "application/json" },
       })
-        .then(function (response) {
-          return response.json().then(function (data) {
-            if (!response.ok) {
-              var messages = (data.errors && data.errors[key]) || [data.message];
-              error.textContent = messages.join(" ");
-              group.classList.add("invalid");
-              dpiText.textContent = "";
-              return;
-            }
-            group.classList.remove("invalid");
-            state.file = data.identifier;
-            state.width = data.width;
-            state.height = data.height;
-            state.vector = !!data.vector;
-            state.zoom = 1;
-            state.cx = 0.5;
-            state.cy = 0.5;
-            zoom.value = "1";
-            cropBox.hidden = false;
-            photo.onload = function () {
-              commit();
-            };
-            photo.src = data.url;
-          });
-        })
-        .catch(function (reason) {
-          error.textContent = root.getAttribute("data-msg-failed").replace("{reason}", String(reason));
-        })
-        .then(function () {
+        .then(
+          function (response) {
+            return response
+              .json()
+              .catch(function () {
+                return {};
+              })
+              .then(function (data) {
+                if (!response.ok) {
+                  var messages = (data.errors && data.errors[key]) || [
+                    data.message || response.status + " " + response.statusText,
+                  ];
+                  error.textContent = messages.join(" ");
+                  group.classList.add("invalid");
+                  dpiText.textContent = "";
+                  throw coded(response.status === 422 ? "invalid" : "http-" + response.status, error.textContent);
+                }
+                return place(data);
+              });
+          },
+          function (reason) {
+            var message = root.getAttribute("data-msg-failed").replace("{reason}", String(reason));
+            error.textContent = message;
+            throw coded("failed", message);
+          }
+        )
+        .finally(function () {
           group.removeAttribute("aria-busy");
         });
     }
 
+    function place(data) {
+      group.classList.remove("invalid");
+      state.file = data.identifier;
+      state.width = data.width;
+      state.height = data.height;
+      state.vector = !!data.vector;
+      state.zoom = 1;
+      state.cx = 0.5;
+      state.cy = 0.5;
+      zoom.value = "1";
+      cropBox.hidden = false;
+      return new Promise(function (resolve, reject) {
+        photo.onload = function () {
+          photo.onload = photo.onerror = null;
+          commit();
+          resolve(object());
+        };
+        photo.onerror = function () {
+          photo.onload = photo.onerror = null;
+          reject(coded("failed", "The uploaded image did not load."));
+        };
+        photo.src = data.url;
+      });
+    }
+
+    /** The image as the shop's page sees it (editor-bridge.js: findEditorObjects). */
+    function object() {
+      var c = state.file && state.width ? crop() : null;
+      return {
+        key: key,
+        label: group.getAttribute("data-label") || key,
+        page: parseInt(group.getAttribute("data-page"), 10) || 0,
+        required: group.getAttribute("data-required") === "true",
+        boxWidth: boxW,
+        boxHeight: boxH,
+        file: state.file || null,
+        url: state.file ? new URL(imageUrl(state.file), window.location.href).href : null,
+        imageWidth: state.file ? state.width : null,
+        imageHeight: state.file ? state.height : null,
+        dpi: c && !state.vector ? Math.round(c.width / (boxW / 25.4)) : null,
+        minDpi: minDpi,
+      };
+    }
+
+    function pick(file) {
+      if (file) {
+        upload(file).catch(function () {
+          // shown beside the image already
+        });
+      }
+    }
+
     picker.addEventListener("change", function () {
-      upload(picker.files && picker.files[0]);
+      pick(picker.files && picker.files[0]);
     });
     ["dragenter", "dragover"].forEach(function (name) {
       drop.addEventListener(name, function (event) {
@@ -245,7 +295,7 @@
     drop.addEventListener("drop", function (event) {
       event.preventDefault();
       var files = event.dataTransfer && event.dataTransfer.files;
-      upload(files && files[0]);
+      pick(files && files[0]);
     });
 
     var dragging = null;
@@ -313,6 +363,33 @@
       }
     }
     window.addEventListener("resize", draw);
+    return { key: key, object: object, upload: upload };
+  }
+
+  function coded(code, message) {
+    var error = new Error(message);
+    error.code = code;
+    return error;
+  }
+
+  /** For the shop's page (pps-editor-client.js, through editor-bridge.js): the image
+   *  objects, and a file put into one as if the customer had picked it here. */
+  function offerImages(images) {
+    var api = (window.ppsEditor = window.ppsEditor || {});
+    api.imageObjects = function () {
+      return images.map(function (image) {
+        return image.object();
+      });
+    };
+    api.replaceImage = function (key, file) {
+      var image = images.filter(function (item) {
+        return item.key === key;
+      })[0];
+      if (!image) {
+        return Promise.reject(coded("unknown-object", "The design has no image " + JSON.stringify(key) + "."));
+      }
+      return image.upload(file);
+    };
   }
 
   function start() {
@@ -321,9 +398,11 @@
     if (!root || !form || !window.fetch || !window.FormData) {
       return;
     }
-    Array.prototype.forEach.call(root.querySelectorAll(".media-image"), function (group) {
-      setupImage(root, group, form);
-    });
+    offerImages(
+      Array.prototype.map.call(root.querySelectorAll(".media-image"), function (group) {
+        return setupImage(root, group, form);
+      })
+    );
     // A colour picked in a radio group: re-render the pages through the group's id.
     Array.prototype.forEach.call(root.querySelectorAll("fieldset.media-choice"), function (group) {
       group.addEventListener("change", function (event) {

@@ -56,8 +56,43 @@ function emitterOf(emitter) {
   return () => {};
 }
 
+function filterOf(filter) {
+  const given = filter || {};
+  const params = {};
+  ["type", "id", "name"].forEach((name) => {
+    if (given[name] != null) {
+      params[name] = given[name];
+    }
+  });
+  return params;
+}
+
 function originOf(url) {
   return new URL(url, window.location.href).origin;
+}
+
+/** Which channel an EditorObject talks through: kept out of the object's own properties,
+ *  so that a UI framework that walks them (Vue makes data reactive) meets plain data only. */
+const channels = new WeakMap();
+
+/** An object of the design (an image or a text), as findEditorObjects() resolves them:
+ *  its fields (id, type, name, title, pageNumber, width, height in mm, previewUrl, ...)
+ *  and, for images, replaceWithFile(). */
+export class EditorObject {
+  constructor(channel, data) {
+    Object.assign(this, data);
+    channels.set(this, channel);
+  }
+
+  /** Put ``file`` (a File or Blob the shop's page has, e.g. from an <input type=file>) into
+   *  this image, as the customer's own upload in the editor would; resolves the object as
+   *  it is then. Refused files reject with the upload's message. */
+  replaceWithFile(file) {
+    const channel = channels.get(this);
+    return channel
+      .request("replaceWithFile", { id: this.id, file: file })
+      .then((data) => new EditorObject(channel, data));
+  }
 }
 
 /** The editor in one iframe, as connect() resolves it. */
@@ -108,6 +143,25 @@ export class Editor {
 
   getLoader() {
     return this._loader;
+  }
+
+  /** The design's objects matching ``filter`` ({type, id, name}; type "asset" for images,
+   *  "text" for texts, as the reference's BlockTypes): a list of EditorObject. */
+  findEditorObjects(filter) {
+    const channel = this._channel;
+    return channel
+      .request("findObjects", filterOf(filter))
+      .then((list) => list.map((data) => new EditorObject(channel, data)));
+  }
+
+  /** The first object matching ``filter``; rejects with ``no-such-object`` when none does. */
+  findEditorObject(filter) {
+    return this.findEditorObjects(filter).then((list) => {
+      if (list.length === 0) {
+        throw new EditorError("no-such-object", "No object of the design matches " + JSON.stringify(filter) + ".");
+      }
+      return list[0];
+    });
   }
 
   /** Save the draft; resolves {version}. */
