@@ -14,11 +14,20 @@ The demo is a PHP page (``dist/index.php``: Guzzle, lcobucci/jwt 4) around a Vue
    the ``/auth`` answer.
 4. When ``EDITOR_LOADED`` says ``configuration.show3DPreview``, a second iframe gets the
    same ``src`` with ``/embed`` replaced by ``/3d``.
+5. ``Assets.vue`` lists the image objects (``findEditorObjects({type: BlockTypes.ASSET})``,
+   showing each one's ``name``); ``CroppingImage.vue`` crops the shopper's file in the page,
+   hands it to ``picture.replaceWithFile(new File([...], name, {type}))`` and then calls
+   ``save()``. The editor's script reads the objects from the embed page and sends the file
+   through the editor's own upload; here the server's side of that, the calls in Chromium
+   are in ``tests/test_embed_browser.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import json
+import re
 import secrets
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -27,9 +36,12 @@ import pytest
 from client_compat_support import lcobucci_token, now_and_in, renderable_template
 from conftest import ApiClient, session_cookie_name
 from flask import Flask
+from PIL import Image
+from test_render_media import CARD_DIR
 
 from pps.platform.models import Client, Template, User
 from pps.platform.repository.sql import SqlRepository
+from pps.templates.files import import_template, load_template_file
 
 PRINTFORMER_URL = "http://localhost"  # the demo's .env: pps's base URL
 SHOP = "https://shop-a.example"  # the demo's page, an allowed origin of the client
@@ -142,3 +154,73 @@ def test_query_string_token_survives_urlencoding(
     draft_hash = create_draft(api, user, template, "customize")
     query = urlencode({"jwt": demo_token(tenant, user, draft_hash)})
     assert app.test_client().get(f"/auth?{query}").status_code == 302
+
+
+def test_assets_find_the_image_objects_and_replace_with_file_uploads_into_one(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, user: User
+) -> None:
+    card = import_template(
+        repo,
+        app.extensions["pps"].storage,
+        tenant.identifier,
+        load_template_file(CARD_DIR / "template.json"),
+    )
+    draft_hash = create_draft(api, user, card, "customize")
+    browser = app.test_client()
+    exchanged = load(browser, iframe_src(app, tenant, user, draft_hash))
+    page = load(browser, exchanged.headers["Location"]).get_data(as_text=True)
+
+    # What findEditorObjects answers from: the logo's DataKey, label, page and box.
+    group = re.search(r'<fieldset class="media-image[^>]*>', page, re.S)
+    assert group is not None, page
+    attributes = dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', group.group(0)))
+    assert attributes["data-key"] == "logo" and attributes["data-label"] == "Your logo"
+    assert attributes["data-page"] == "0" and attributes["data-required"] == "false"
+    assert (attributes["data-box-width"], attributes["data-box-height"]) == ("24.0", "6.0")
+
+    # replaceWithFile: the cropped canvas as a PNG File named as the shopper's, through the
+    # editor's upload; the value then goes into the form and is saved.
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    version = re.search(r'name="base_version" value="(\d+)"', page)
+    assert token is not None and version is not None
+    canvas = io.BytesIO()
+    Image.new("RGB", (480, 120), (200, 30, 30)).save(canvas, "PNG")
+    uploaded = browser.post(
+        f"/editor/{draft_hash}/upload",
+        data={
+            "csrf_token": token.group(1),
+            "upload": "logo",
+            "image:logo": (io.BytesIO(canvas.getvalue()), "Foto vom Urlaub.jpg", "image/png"),
+        },
+        content_type="multipart/form-data",
+        headers={"Accept": "application/json"},
+    )
+    assert uploaded.status_code == 200, uploaded.get_data(as_text=True)
+    placed = uploaded.get_json()
+    assert (placed["width"], placed["height"], placed["dpi"]) == (480, 120, 508)
+    assert placed["url"] == f"/editor/{draft_hash}/image/{placed['identifier']}"
+    saved = browser.post(
+        f"/editor/{draft_hash}/autosave",
+        data=json.dumps(
+            {"baseVersion": int(version.group(1)), "values": {"logo": placed["value"]}}
+        ),
+        content_type="application/json",
+        headers={"X-CSRF-Token": token.group(1)},
+    )
+    assert saved.status_code == 200, saved.get_data(as_text=True)
+    stored = repo.get_draft(tenant.identifier, draft_hash)
+    assert stored is not None and json.loads(stored.values["logo"])["file"] == placed["identifier"]
+
+    # A file that is no image: the upload's message, which the promise rejects with.
+    refused = browser.post(
+        f"/editor/{draft_hash}/upload",
+        data={
+            "csrf_token": token.group(1),
+            "upload": "logo",
+            "image:logo": (io.BytesIO(b"%PDF-1.4\n%%EOF\n"), "menu.pdf", "application/pdf"),
+        },
+        content_type="multipart/form-data",
+        headers={"Accept": "application/json"},
+    )
+    assert refused.status_code == 422
+    assert refused.get_json()["errors"]["logo"][0].startswith("This file cannot be used: ")
