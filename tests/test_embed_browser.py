@@ -278,7 +278,7 @@ def test_shop_page_drives_the_framed_editor_through_the_client(
     connected(page)
     assert shop.problems == []
     draft_hash = shop.drafts[-1]
-    assert page.evaluate("window.clientVersion") == "1.0.0"
+    assert page.evaluate("window.clientVersion") == "1.1.0"
 
     # Loaded, with the draft's info.
     loaded = wait_event(page, "editor.loaded")

@@ -7,14 +7,15 @@
 //   await editor.save();
 //
 // The surface follows the reference product's editor client (Connector, Events, getPager,
-// getFormEditor, getVariants, getLoader, save); docs/embedding.md describes it and the
+// getFormEditor, getVariants, getLoader, save, findEditorObjects with the objects'
+// replaceWithFile); docs/embedding.md describes it and the
 // postMessage protocol under it. Pages are counted from 1 here, as in the reference.
 //
 // Safety: requests go to the editor's origin only (postMessage's targetOrigin), and only
 // messages from the framed window on that origin are read; the editor checks the shop's
 // origin against the client's allowed origins in turn. No key or token passes through.
 
-export const CLIENT_VERSION = "1.0.0";
+export const CLIENT_VERSION = "1.1.0";
 export const PROTOCOL = "pps-editor";
 export const PROTOCOL_VERSION = 1;
 
