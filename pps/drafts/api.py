@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from flask import Response, jsonify
@@ -20,7 +21,7 @@ from pps.api.schemas import (
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.files.sweep import delete_draft_files
 from pps.files.uploaded import upload_key
-from pps.platform.errors import ClientStorageFull, NotFound, ValidationFailed
+from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft, Template
 from pps.preflight import preflight_and_store
 from pps.render.problems import english
@@ -32,6 +33,7 @@ from pps.web.common import no_content
 from pps.webhooks.events import DRAFT_CREATED, DRAFT_UPDATED, draft_payload, emit
 
 blp = resource("drafts", "Draft")
+log = logging.getLogger(__name__)
 
 DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
 #: ``POST /draft/claim`` answers a map, not a resource: draft hash -> claimed.
@@ -299,7 +301,9 @@ def replicate_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
 
 def _copy_upload(client: str, copy: Draft, uploaded: bytes) -> Draft:
     """The copy with its own copy of the source's print PDF, within the client's storage
-    budget; when it does not fit the copy is deleted and the answer is the 507."""
+    budget. When the PDF cannot be given to it (no room: the 507; the file storage or the
+    database failing) the copy is deleted, so that the error leaves no copy without its PDF
+    behind for the client to find beside the one its retry makes."""
     svc = services()
     key = upload_key(client, copy.draft_hash, uploaded)
     size = len(uploaded)
@@ -311,9 +315,12 @@ def _copy_upload(client: str, copy: Draft, uploaded: bytes) -> Draft:
                     client, copy.draft_hash, upload_key=key, upload_size=size
                 )
             )
-    except ClientStorageFull:
-        svc.repository.delete_draft(client, copy.draft_hash)
-        delete_draft_files(svc.storage, client, copy.draft_hash)
+    except Exception:
+        try:
+            svc.repository.delete_draft(client, copy.draft_hash)
+            delete_draft_files(svc.storage, client, copy.draft_hash)
+        except Exception:  # the error being answered says more than this one
+            log.exception("could not delete the incomplete copy %s", copy.draft_hash)
         raise
 
 
