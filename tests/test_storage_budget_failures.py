@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from api_support import assert_error
 from conftest import ApiClient
 from flask import Flask
+from preflight_support import print_pdf
 from test_preflight import UPLOAD, imported, new_draft
 from test_preflight import upload as upload_pdf
 from test_storage_budget import PDF, stored_files
@@ -87,4 +88,21 @@ def test_a_replicate_whose_pdf_copy_cannot_be_recorded_leaves_no_copy(
     kept = repo.get_draft(tenant.identifier, source["draftHash"])
     assert kept is not None
     assert SqlStorageBudget(repo.engine).used(tenant.identifier) == kept.upload_size
+    assert reservations(repo) == 0
+
+
+def test_a_print_pdf_that_cannot_be_recorded_is_not_kept(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, upload_template: Template
+) -> None:
+    draft = new_draft(api, upload_template, intent="upload")
+    assert upload_pdf(api, draft["draftHash"], PDF).status_code == 200
+    before = repo.get_draft(tenant.identifier, draft["draftHash"])
+    assert before is not None and before.upload_key is not None
+    files = stored_files(app)
+    for sent in (print_pdf(2, text="Another"), PDF):  # a new PDF, and the same one again
+        with database_fails(repo, "UPDATE drafts", "upload_key"):
+            outage(upload_pdf(api, draft["draftHash"], sent))
+        assert stored_files(app) == files  # the draft's PDF kept, the new one not left
+        assert repo.get_draft(tenant.identifier, draft["draftHash"]) == before
+        assert app.extensions["pps"].storage.read(before.upload_key) is not None
     assert reservations(repo) == 0

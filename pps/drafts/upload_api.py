@@ -126,7 +126,16 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     size = len(accepted.data)
     with room_for(svc.uploads.budget, client, size, svc.settings.client_storage_bytes):
         svc.storage.put(key, accepted.data)
-        updated = svc.repository.update_draft(client, draft_hash, upload_key=key, upload_size=size)
+        try:
+            updated = svc.repository.update_draft(
+                client, draft_hash, upload_key=key, upload_size=size
+            )
+        except Exception:
+            # Not recorded: no budget counts the file and no sweep finds it. The same PDF
+            # sent again has the key of the one the draft keeps, which stays.
+            if key != draft.upload_key:
+                svc.storage.delete(key)
+            raise
         if updated is None:  # deleted meanwhile
             svc.storage.delete(key)
             raise NotFound(DRAFT_NOT_FOUND)
