@@ -23,7 +23,8 @@ from flask import Flask
 from preflight_support import print_pdf
 from test_preflight import UPLOAD, imported, new_draft
 from test_preflight import upload as upload_pdf
-from test_storage_budget import PDF, stored_files
+from test_storage_budget import PDF, TABLE, stored_files, upload_rows
+from test_uploads import upload
 
 from pps.platform.models import Client, Template
 from pps.platform.outages import DATABASE_DOWN
@@ -106,3 +107,17 @@ def test_a_print_pdf_that_cannot_be_recorded_is_not_kept(
         assert repo.get_draft(tenant.identifier, draft["draftHash"]) == before
         assert app.extensions["pps"].storage.read(before.upload_key) is not None
     assert reservations(repo) == 0
+
+
+def test_a_stored_file_whose_reservation_cannot_be_released_is_answered_stored(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client
+) -> None:
+    released = "storage_reservations.identifier ="
+    with database_fails(repo, "DELETE FROM storage_reservations", released):
+        stored = upload(api, "a.csv", TABLE)
+    # Not a 503 for a file that was stored: the shop would send it again.
+    assert getattr(stored, "status_code", None) == 201
+    assert upload_rows(repo, tenant) == 1 and len(stored_files(app)) == 1
+    # The room is held until the reservation expires, then only the file counts.
+    assert reservations(repo) == 1
+    assert SqlStorageBudget(repo.engine).used(tenant.identifier) == 2 * len(TABLE)

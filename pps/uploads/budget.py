@@ -9,13 +9,20 @@ counted: they are caches pps can make again.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pps.platform.errors import ClientStorageFull
-from pps.platform.repository.storage_budget import BudgetExceeded, SqlStorageBudget
+from pps.platform.repository.storage_budget import (
+    RESERVATION_TTL,
+    BudgetExceeded,
+    SqlStorageBudget,
+)
 
 __all__ = ["room_for", "storage_full"]
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -33,7 +40,23 @@ def room_for(budget: SqlStorageBudget, client: str, size: int, limit: int) -> It
     try:
         yield
     finally:
+        _release(budget, reservation)
+
+
+def _release(budget: SqlStorageBudget, reservation: str) -> None:
+    """Let the reservation go. When the database fails to, the file's outcome stands: a
+    stored file must not be answered as an error (the shop would send it again), nor a
+    failed write's error be replaced by this one; the room then counts until the
+    reservation expires (:data:`RESERVATION_TTL`)."""
+    try:
         budget.release(reservation)
+    except Exception:
+        log.warning(
+            "storage reservation %s not released; it counts until it expires in %s",
+            reservation,
+            RESERVATION_TTL,
+            exc_info=True,
+        )
 
 
 def storage_full(exc: BudgetExceeded) -> ClientStorageFull:
