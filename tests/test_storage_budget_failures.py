@@ -121,3 +121,23 @@ def test_a_stored_file_whose_reservation_cannot_be_released_is_answered_stored(
     # The room is held until the reservation expires, then only the file counts.
     assert reservations(repo) == 1
     assert SqlStorageBudget(repo.engine).used(tenant.identifier) == 2 * len(TABLE)
+
+
+def test_a_file_whose_bytes_cannot_be_deleted_keeps_its_record_for_a_retry(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client
+) -> None:
+    app.config["PROPAGATE_EXCEPTIONS"] = False  # the error as the shop sees it
+    stored: Any = upload(api, "a.csv", TABLE)
+    identifier = stored.get_json()["identifier"]
+    record = app.extensions["pps"].uploads.get(tenant.identifier, identifier)
+    path: Path = app.extensions["pps"].storage.path_for(record.storage_key)
+    path.unlink()  # where the file was, something the storage cannot delete
+    (path / "stuck").mkdir(parents=True)
+    assert api.delete(f"/api-ext/file/{identifier}").status_code >= 500
+    # Not answered deleted, and still there to delete: the bytes are not left unrecorded.
+    assert upload_rows(repo, tenant) == 1
+    (path / "stuck").rmdir()
+    path.rmdir()
+    assert api.delete(f"/api-ext/file/{identifier}").status_code == 204
+    assert upload_rows(repo, tenant) == 0 and stored_files(app) == []
+    assert SqlStorageBudget(repo.engine).used(tenant.identifier) == 0

@@ -1,4 +1,4 @@
-"""``POST /api-ext/file``: a shop uploads a file to use in drafts."""
+"""``/api-ext/file``: a shop uploads files to use in drafts, and deletes them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pps.uploads.web_body import request_body, uploaded_part
 from pps.web.common import no_content
 
 blp = resource("uploads", "File")
+
+FILE_NOT_FOUND = "No uploaded file with this identifier exists for this client."
 
 
 class FileOut(Schema):
@@ -86,10 +88,15 @@ def delete_file(identifier: str) -> Response:
     read from it stays. Another client's file, or one deleted already, is a `404`.
     """
     svc = services()
-    record = svc.uploads.delete(current_client().identifier, identifier)
+    client = current_client().identifier
+    record = svc.uploads.get(client, identifier)
     if record is None:
-        raise NotFound("No uploaded file with this identifier exists for this client.")
+        raise NotFound(FILE_NOT_FOUND)
+    # The bytes first: should the storage fail, the record stays and a retry deletes both;
+    # bytes left behind a deleted record would be counted by no budget and found by no one.
     svc.storage.delete(record.storage_key)
+    if not svc.uploads.delete(client, identifier):
+        raise NotFound(FILE_NOT_FOUND)  # deleted meanwhile by another request
     return no_content()
 
 

@@ -92,16 +92,13 @@ class SqlUploadStore:
             created_at=created if created.tzinfo else created.replace(tzinfo=UTC),
         )
 
-    def delete(self, client: str, identifier: str) -> Upload | None:
-        """Remove the record (the caller deletes the bytes); the record, None when the
-        client has no such file. Its size counts against the budget no more."""
-        record = self.get(client, identifier)
-        if record is None:
-            return None
+    def delete(self, client: str, identifier: str) -> bool:
+        """Remove the record (the caller deletes the bytes first); False when the client
+        has no such file. Its size counts against the budget no more."""
         with self.engine.begin() as conn:
             deleted = conn.execute(
                 uploads.delete().where(
                     uploads.c.identifier == identifier, uploads.c.client_identifier == client
                 )
             ).rowcount
-        return record if deleted else None
+        return bool(deleted)
