@@ -343,3 +343,24 @@ def test_review_login_with_the_trailing_slash(
     page = browser.get(location.path, query_string=location.query, follow_redirects=True)
     assert page.status_code == 200, page.get_data(as_text=True)[:500]
     assert page.mimetype == "text/html"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/review/%2F%2Fevil.example/",
+        "/review//evil.example/",
+        "/review/%5Cevil.example/",
+        "/review/%5C%5Cevil.example/",
+        "/review/evil.example%2F/?next=//evil.example",
+        "/review/x//",
+    ],
+)
+def test_the_trailing_slash_redirect_stays_on_the_review_pages(app: Flask, path: str) -> None:
+    """Whatever stands where the review id goes, the redirect is a path of pps's own
+    review pages: never a scheme-relative ``//host`` or a backslash a browser reads as one."""
+    answered = app.test_client().get(path)
+    assert answered.status_code == 308
+    location = answered.headers["Location"]
+    assert location.startswith("/review/") and "\\" not in location, location
+    assert not location.startswith("//") and urlsplit(location).netloc == "", location
