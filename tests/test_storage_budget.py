@@ -391,3 +391,22 @@ def test_no_budget_stores_past_any_size(
         assert upload(api, "b.csv", big).status_code == 201
     finally:
         unbounded.extensions["pps"].close()
+
+
+def test_the_sweep_deletes_the_print_pdfs_of_a_deleted_users_drafts(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, upload_template: Template
+) -> None:
+    """Deleting a user deletes the drafts' rows, freeing their room, but not their files:
+    the sweep deletes the files of deleted drafts, the uploaded PDFs with the rendered."""
+    gone = new_draft(api, upload_template, intent="upload")
+    assert upload_pdf(api, gone["draftHash"], PDF).status_code == 200
+    assert api.delete(f"/api-ext/user/{gone['userIdentifier']}").status_code == 204
+    kept = new_draft(api, upload_template, intent="upload")
+    assert upload_pdf(api, kept["draftHash"], PDF).status_code == 200
+    assert any(gone["draftHash"] in name for name in stored_files(app))
+    result = app.test_cli_runner().invoke(args=["pps", "files", "sweep"])
+    assert result.exit_code == 0, result.output
+    assert not any(gone["draftHash"] in name for name in stored_files(app))
+    current = repo.get_draft(tenant.identifier, kept["draftHash"])
+    assert current is not None and current.upload_key is not None
+    assert app.extensions["pps"].storage.read(current.upload_key) is not None

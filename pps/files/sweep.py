@@ -5,7 +5,7 @@ so they go with their draft: :func:`delete_draft_files` when the draft is delete
 :func:`sweep` (``pps files sweep``, run by ``deploy/pps-sweep.timer``) for the rest:
 
 * files of drafts that no longer exist (a user deleted with their drafts, a render that
-  finished after its draft was deleted), at once;
+  finished after its draft was deleted), at once, their uploaded print PDFs included;
 * files of older draft versions, once older than ``min_age`` (a link handed out for them
   stays valid ``PPS_FILE_LINK_TTL`` seconds);
 * files of templates that no longer exist, and rendered template previews made from an
@@ -30,6 +30,7 @@ from pps.files.rendering import (
     template_preview_digest,
     template_spec,
 )
+from pps.files.uploaded import UPLOAD_FOLDER
 from pps.platform.models import DraftRef, Template
 from pps.platform.repository import Repository
 from pps.platform.storage import FileStorage, ListedFile
@@ -108,13 +109,15 @@ def _draft_file_reason(
         return None
     _, client, draft_hash, version_part, _ = parts
     version = _VERSION.fullmatch(version_part)
-    if version is None:
+    if version is None and version_part != UPLOAD_FOLDER:
         return None
     if (client, draft_hash) not in drafts:
         drafts[client, draft_hash] = repository.get_draft_ref(client, draft_hash)
     ref = drafts[client, draft_hash]
     if ref is None:
         return "deleted draft"
+    if version is None:  # the draft's uploaded print PDF
+        return None
     if int(version.group(1)) < ref.version and listed.modified < cutoff:
         return "older draft version"
     return None

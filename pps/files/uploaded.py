@@ -23,7 +23,17 @@ from pps.render import AssetError, TemplateSpec
 from pps.render.assets import AssetLoader
 from pps.render.model import Page, PdfBackground
 
-__all__ = ["UPLOAD_ASSET", "UploadAssets", "upload_key", "uploaded_spec", "uses_upload"]
+__all__ = [
+    "UPLOAD_ASSET",
+    "UPLOAD_FOLDER",
+    "UploadAssets",
+    "upload_key",
+    "uploaded_spec",
+    "uses_upload",
+]
+
+#: The folder of a draft's uploaded print PDF among its files (beside ``v<version>/``).
+UPLOAD_FOLDER = "upload"
 
 #: The name the upload goes by among a template's files: a ``..`` part, which no template
 #: may name (:func:`pps.render.assets.check_relative_name`), so it never shadows one.
@@ -32,7 +42,7 @@ UPLOAD_ASSET = "../upload.pdf"
 
 def upload_key(client: str, draft_hash: str, data: bytes) -> str:
     digest = hashlib.sha256(data).hexdigest()[:24]
-    return f"{draft_files_prefix(client, draft_hash)}/upload/{digest}.pdf"
+    return f"{draft_files_prefix(client, draft_hash)}/{UPLOAD_FOLDER}/{digest}.pdf"
 
 
 def uses_upload(draft: Draft) -> bool:
