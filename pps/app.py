@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from flask import Flask
 
 from pps.platform.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from pps.platform.queue import Dispatch
+    from pps.platform.services import Services
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -76,13 +80,21 @@ def register_services(app: Flask, settings: Settings) -> None:
     from pps.processing.job import run_in_process
     from pps.reviews.service import Reviews, notify_in_background
     from pps.reviews.store import open_review_store
-    from pps.webhooks.dispatcher import start_dispatcher
 
-    services = build_services(settings, run_in_process, start_dispatcher)
+    services = build_services(settings, run_in_process, start_outbox)
     app.extensions["pps"] = services
     app.extensions["pps.reviews"] = Reviews(
         services, open_review_store(services.repository), notify_in_background(services)
     )
+
+
+def start_outbox(services: Services) -> Dispatch:
+    """This process's outbox dispatcher, with the jobs the outbox carries besides messages
+    (a PDF to download from a shop's URL)."""
+    from pps.drafts.url_upload import FETCH_JOB, UrlUploadJob
+    from pps.webhooks.dispatcher import start_dispatcher
+
+    return start_dispatcher(services, {FETCH_JOB: UrlUploadJob(services)})
 
 
 def register_blueprints(app: Flask) -> None:

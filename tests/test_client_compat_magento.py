@@ -20,11 +20,12 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-from api_support import assert_error
 from client_compat_support import lcobucci_token, now_and_in, php_base64, renderable_template
 from conftest import ApiClient, complete_login
 from flask import Flask
 from flask.testing import FlaskClient
+from preflight_support import print_pdf
+from shop_support import Served, running_shop, wait_until
 from test_editor import links
 
 from pps.platform.models import Client, Template
@@ -194,20 +195,33 @@ def test_page_info_as_the_gallery_reads_it(api: ApiClient, template: Template, u
     assert response.get_json()["data"]["pages"] == 2
 
 
-def test_upload_by_url_is_refused_in_words(api: ApiClient, template: Template) -> None:
-    """``uploadPdf``: JSON ``{fileURL, callbackURL}``, 204 expected. pps does not fetch
-    PDFs from shop URLs; the module logs a status other than 204, so the answer is a JSON
-    415 that names what is not done and what to send instead, and nothing changes."""
+def test_upload_by_url_downloads_the_pdf_and_calls_the_shop_back(
+    api: ApiClient, template: Template, repo: SqlRepository, tenant: Client
+) -> None:
+    """``uploadPdf``: JSON ``{fileURL, callbackURL}``, 204 expected. ``fileURL`` is the
+    shop's temporary copy under ``pub/media/tmp/upload/<draft>/``; ``callbackURL`` is
+    ``getUrl('printformer/process/draft', ['draft_id' => ...])`` with ``?filepath=`` the
+    copy's media path appended. ``Controller/Process/Draft.php`` reads ``draft_id`` and
+    ``filepath`` from that URL (its CSRF skip, ``Plugin/CsrfValidatorSkip.php``, is for a
+    POST), deletes the copy and orders the print file through ``setAsyncOrdered``."""
     draft = create_draft(api, create_user(api), template, intent="upload")
-    body = {
-        "fileURL": f"{SHOP}/pub/media/tmp/upload/{draft['draftHash']}/print.pdf",
-        "callbackURL": f"{SHOP}/printformer/process/draft/draft_id/{draft['draftHash']}/",
-    }
-    response = api.post(f"/api-ext/draft/{draft['draftHash']}/upload", json=body)
-    error = assert_error(response, 415)
-    assert "fileURL" in error["message"] and "multipart/form-data" in error["message"]
-    shown = api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"]
-    assert shown == draft
+    draft_hash = draft["draftHash"]
+    media_path = f"tmp/upload/{draft_hash}/print.pdf"
+    with running_shop() as shop:
+        file_url = shop.serve(f"/pub/media/{media_path}", Served(print_pdf(2)))
+        callback = f"{shop.base}/printformer/process/draft/draft_id/{draft_hash}/"
+        body = {"fileURL": file_url, "callbackURL": f"{callback}?filepath={media_path}"}
+        response = api.post(f"/api-ext/draft/{draft_hash}/upload", json=body)
+        assert response.status_code == 204 and response.get_data() == b""
+        posts = wait_until(lambda: shop.requests("POST"))
+    (called,) = posts
+    assert called.path == f"/printformer/process/draft/draft_id/{draft_hash}/?filepath={media_path}"
+    assert called.json()["success"] is True
+    stored = repo.get_draft(tenant.identifier, draft_hash)
+    assert stored is not None and stored.upload_key is not None
+    # What the callback does next: the print file of the draft, through pdf-processing.
+    processing = api.post("/api-ext/pdf-processing", json={"draftIds": [draft_hash]})
+    assert processing.status_code == 201
 
 
 def test_pdf_processing(api: ApiClient, template: Template) -> None:

@@ -1,12 +1,14 @@
 """``POST /api-ext/draft/<hash>/upload``: the customer's own print PDF becomes the draft's.
 
-The PHP SDK does not call this. The Magento module does (``Helper/Api.php uploadPdf``, for
-downloadable products after an order): JSON ``{fileURL, callbackURL}``, expecting ``204``
-and, later, a request to its ``callbackURL``. pps does not fetch PDFs from a shop's URL: it
-would need an outbound GET of up to ``PPS_MAX_UPLOAD_BYTES`` from a shop and a callback
-sent after the answer (the shop's callback calls pps back), so that body is a ``415`` that
-says so. The shape pps takes: ``multipart/form-data`` with the PDF in the field ``file``,
-as ``POST /api-ext/file`` takes files.
+The PHP SDK does not call this. Two shapes of body:
+
+* ``multipart/form-data`` with the PDF in the field ``file`` (as ``POST /api-ext/file``
+  takes files): checked and stored at once, the answer is the draft;
+* JSON ``{fileURL, callbackURL}``, what the Magento module's ``uploadPdf``
+  (``Helper/Api.php``, for downloadable products after an order) sends, expecting ``204``:
+  the URLs are checked and the download recorded as a job; pps fetches the PDF in the
+  background, stores it as a multipart upload would be, and then calls ``callbackURL``
+  (:mod:`pps.drafts.url_upload`).
 """
 
 from __future__ import annotations
@@ -14,26 +16,49 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from flask import request
+from flask import Response, request
 
 from pps.api import bp, current_client, resource, services
+from pps.api.parser import json_object_body
 from pps.api.schemas import DraftResponse
-from pps.files.rendering import TemplateNotRenderable, decoded, template_spec
-from pps.files.uploaded import upload_key
+from pps.drafts.pdf_upload import (
+    DRAFT_NOT_FOUND,
+    DraftGone,
+    PdfNotTaken,
+    intent_problem,
+    store_pdf,
+)
+from pps.drafts.url_upload import queue_url_upload, url_problems
 from pps.platform.errors import NotFound, UnsupportedMediaType, ValidationFailed
-from pps.platform.models import UPLOAD_INTENTS
-from pps.preflight import PdfRefused, accept_pdf, preflight_and_store
-from pps.render import AssetError
-from pps.uploads.budget import room_for
-from pps.webhooks.events import DRAFT_UPDATED, draft_payload, emit
+from pps.web.common import no_content
 
 blp = resource("draft_upload", "Draft")
 F = TypeVar("F", bound=Callable[..., Any])
 
-DRAFT_NOT_FOUND = "No draft with this hash exists for this client."
 UPLOAD_BODY = {
     "required": True,
     "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["fileURL"],
+                "properties": {
+                    "fileURL": {
+                        "type": "string",
+                        "format": "uri",
+                        "description": "Where pps downloads the PDF (http or https; GET, no "
+                        "redirects followed, at most `PPS_MAX_UPLOAD_BYTES`).",
+                    },
+                    "callbackURL": {
+                        "type": "string",
+                        "format": "uri",
+                        "nullable": True,
+                        "description": "Called (POST, JSON `{draftHash, success, message}`, "
+                        "the URL unchanged) once the PDF is stored or refused.",
+                    },
+                },
+            }
+        },
         "multipart/form-data": {
             "schema": {
                 "type": "object",
@@ -48,19 +73,64 @@ UPLOAD_BODY = {
                     }
                 },
             }
-        }
+        },
     },
 }
 
 
 _document: Callable[[F], F] = blp.doc(requestBody=UPLOAD_BODY)
+#: Documents the answer to a JSON body (the view returns it itself).
+_queued: Callable[[F], F] = blp.alt_response(
+    204,
+    success=True,
+    description="JSON body: the URLs are valid and the download is queued; the body is empty.",
+)
+
+
+def _text_field(body: dict[str, Any], name: str, required: bool) -> tuple[str | None, str | None]:
+    """The field's value and what is wrong with it (None: nothing)."""
+    value = body.get(name)
+    if value is None:
+        return None, ("Missing: the URL of the PDF." if required else None)
+    if not isinstance(value, str) or not value.strip():
+        return None, "Must be an http:// or https:// URL (a non-empty string)."
+    return value, None
+
+
+def _upload_from_url(client: str, draft_hash: str) -> Response:
+    """The JSON body: check both URLs without sending anything, record the job, 204."""
+    svc = services()
+    body = json_object_body(request.get_data(), request.mimetype)
+    file_url, file_problem = _text_field(body, "fileURL", required=True)
+    callback_url, callback_problem = _text_field(body, "callbackURL", required=False)
+    errors = {
+        field: [problem]
+        for field, problem in (("fileURL", file_problem), ("callbackURL", callback_problem))
+        if problem is not None
+    }
+    if errors:
+        raise ValidationFailed(errors=errors)
+    assert file_url is not None
+    settings = svc.settings
+    errors = url_problems(
+        file_url,
+        callback_url,
+        allow_private=settings.notify_allow_private,
+        allowed_hosts=svc.integrations.settings(client).allowed_hosts,
+        timeout=settings.notify_timeout,
+    )
+    if errors:
+        raise ValidationFailed(errors=errors)
+    queue_url_upload(svc, client, draft_hash, file_url, callback_url)
+    return no_content()
 
 
 @blp.post("/draft/<draft_hash:draft_hash>/upload")
 @_document
 @blp.response(200, DraftResponse)
+@_queued
 @blp.errors(400, 404, 413, 415, 422, 507)
-def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
+def upload_print_pdf(draft_hash: str) -> Any:
     """Upload the customer's print PDF
 
     For drafts with intent `upload` (the PDF is the print file) or `upload-and-editor`
@@ -74,77 +144,47 @@ def upload_print_pdf(draft_hash: str) -> dict[str, Any]:
     bumps the draft's version and is preflighted:
     the answer is the draft with its `preflightStatus` and `validationResults`. At most
     `PPS_MAX_UPLOAD_BYTES` (64 MiB by default), else `413`; another content type than
-    multipart is `415`. A PDF that would take the client's uploaded files past
+    multipart or JSON is `415`. A PDF that would take the client's uploaded files past
     `PPS_CLIENT_STORAGE_BYTES` is `507` and nothing changes (the new PDF needs room beside
     the one it replaces, as both are stored for a moment).
+
+    JSON `{fileURL, callbackURL}` (the Magento module's `uploadPdf`): pps downloads the PDF
+    from `fileURL` in the background and answers `204` at once. Both URLs must be http(s)
+    and may not point at loopback, private or other special-purpose addresses (unless
+    `PPS_NOTIFY_ALLOW_PRIVATE` or the client's allowed hosts say so): else `422` naming the
+    field, and nothing is sent. The PDF is checked and stored as above (a refused one
+    changes nothing); then `callbackURL`, when given, receives a POST of
+    `{draftHash, success, message}` (`success: false` with the reason when the download or
+    the check failed). A shop server that cannot be reached, or answers 5xx, 408, 425 or
+    429, is tried again (`PPS_NOTIFY_ATTEMPTS`, `PPS_NOTIFY_BACKOFF`).
     """
     svc = services()
     client = current_client().identifier
     draft = svc.repository.get_draft(client, draft_hash)
     if draft is None:
         raise NotFound(DRAFT_NOT_FOUND)
-    if draft.intent not in UPLOAD_INTENTS:
-        raise ValidationFailed(
-            errors={
-                "intent": [
-                    f"Only drafts with intent {' or '.join(UPLOAD_INTENTS)} take a print PDF; "
-                    f"this draft's intent is {draft.intent!r}."
-                ]
-            }
-        )
+    problem = intent_problem(draft)
+    if problem is not None:
+        raise ValidationFailed(errors={"intent": [problem]})
+    if request.is_json:
+        return _upload_from_url(client, draft_hash)
     request.max_content_length = svc.settings.max_upload_bytes
     if request.mimetype not in ("multipart/form-data", "") and request.content_length != 0:
-        if request.is_json:
-            raise UnsupportedMediaType(
-                "pps does not fetch the PDF from a 'fileURL' and calls no 'callbackURL'; "
-                "send the PDF itself as multipart/form-data in the field 'file'."
-            )
-        raise UnsupportedMediaType("Send the PDF as multipart/form-data in the field 'file'.")
+        raise UnsupportedMediaType(
+            "Send the PDF as multipart/form-data in the field 'file', or JSON with its 'fileURL'."
+        )
     upload = request.files.get("file") if request.mimetype == "multipart/form-data" else None
     if upload is None:
         raise ValidationFailed(
             errors={"file": ["Send the PDF as multipart/form-data in the field 'file'."]}
         )
     data = upload.read()
-    template = svc.repository.get_template(client, draft.template_identifier)
-    if template is None:
-        raise NotFound("The draft's template no longer exists.")
     try:
-        spec = template_spec(template)
-        accepted = decoded(lambda: accept_pdf(data, spec))
-    except PdfRefused as exc:
-        raise ValidationFailed(
-            f"The PDF cannot be the print file: {exc}", errors={"file": exc.problems}
-        ) from exc
-    except AssetError as exc:  # pikepdf or pdfium gave up on the file part-way
-        raise ValidationFailed(
-            "The PDF cannot be read.", errors={"file": [f"The PDF cannot be read: {exc}"]}
-        ) from exc
-    except TemplateNotRenderable as exc:
-        raise ValidationFailed(str(exc), errors={"template": [str(exc)]}) from exc
-    key = upload_key(client, draft_hash, accepted.data)
-    size = len(accepted.data)
-    with room_for(svc.uploads.budget, client, size, svc.settings.client_storage_bytes):
-        svc.storage.put(key, accepted.data)
-        try:
-            updated = svc.repository.update_draft(
-                client, draft_hash, upload_key=key, upload_size=size
-            )
-        except Exception:
-            # Not recorded: no budget counts the file and no sweep finds it. The same PDF
-            # sent again has the key of the one the draft keeps, which stays.
-            if key != draft.upload_key:
-                svc.storage.delete(key)
-            raise
-        if updated is None:  # deleted meanwhile
-            svc.storage.delete(key)
-            raise NotFound(DRAFT_NOT_FOUND)
-    if draft.upload_key is not None and draft.upload_key != key:
-        svc.storage.delete(draft.upload_key)
-    checked = preflight_and_store(
-        svc.repository, svc.storage, updated, max_pixels=svc.settings.max_image_pixels
-    )
-    emit(svc, client, DRAFT_UPDATED, draft_payload(checked))
+        checked = store_pdf(svc, client, draft, data)
+    except PdfNotTaken as exc:
+        raise ValidationFailed(str(exc), errors={exc.field: exc.problems}) from exc
+    except DraftGone as exc:
+        raise NotFound(str(exc)) from exc
     return {"data": checked}
 
 

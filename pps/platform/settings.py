@@ -45,6 +45,8 @@ class Settings:
     notify_timeout: float = 5.0
     notify_attempts: int = 5
     notify_backoff: float = 1.0
+    #: One download of a customer PDF a shop names by URL (``fileURL``), in all.
+    upload_fetch_timeout: float = 60.0
     job_retries: int = 8
     job_retry_backoff: float = 15.0
     max_image_pixels: int = 40_000_000
@@ -89,6 +91,7 @@ _INT_SETTINGS = {
 _FLOAT_SETTINGS = {
     "notify_timeout": "PPS_NOTIFY_TIMEOUT",
     "notify_backoff": "PPS_NOTIFY_BACKOFF",
+    "upload_fetch_timeout": "PPS_UPLOAD_FETCH_TIMEOUT",
     "job_retry_backoff": "PPS_JOB_RETRY_BACKOFF",
     "redis_timeout": "PPS_REDIS_TIMEOUT",
     "database_timeout": "PPS_DATABASE_TIMEOUT",
@@ -334,6 +337,8 @@ def load_settings(
         raise SettingsError("PPS_WORKER_MODE=rq needs PPS_REDIS_URL to name a Redis server")
     if settings.notify_attempts < 1 or settings.notify_timeout <= 0:
         raise SettingsError("PPS_NOTIFY_ATTEMPTS must be at least 1 and PPS_NOTIFY_TIMEOUT > 0")
+    if settings.upload_fetch_timeout <= 0:
+        raise SettingsError("PPS_UPLOAD_FETCH_TIMEOUT must be more than 0")
     if (
         min(
             settings.webhook_attempts,

@@ -20,6 +20,8 @@ pps must not become a way to reach what only pps can reach (server-side request 
   DNS answer that changes in between (DNS rebinding) cannot redirect it;
 * redirects are never followed (``http.client`` follows none) and proxies from the
   environment are ignored;
+* a body is read only up to the size its caller takes (:func:`get`: a customer's PDF up to
+  ``PPS_MAX_UPLOAD_BYTES``), and reading stops as soon as it is known to be longer;
 * one request has one deadline for everything (the name lookup, connect, TLS handshake,
   send, every read): a receiver that trickles its answer a byte at a time is cut off when
   the deadline passes, not allowed another timeout per read, and a name server that never
@@ -55,9 +57,11 @@ __all__ = [
     "NotResolvedInTime",
     "RequestFailed",
     "Response",
+    "ResponseTooLarge",
     "Target",
     "address_problem",
     "check_url",
+    "get",
     "parse_target",
     "post",
     "resolve",
@@ -329,12 +333,17 @@ class _Pinned:
     _aborted: bool
     _abort_lock: threading.Lock
     sock: socket.socket | None
+    #: The socket :meth:`abort` ends. Not ``sock``: ``http.client`` lets go of that when
+    #: the answer ends with the connection (``Connection: close``, no length), and the
+    #: response then reads its body from this very socket.
+    _held: socket.socket | None
 
     def _setup(self, address: IPAddress, ends_at: float) -> None:
         self._address = address
         self._ends_at = ends_at
         self._aborted = False
         self._abort_lock = threading.Lock()
+        self._held = None
 
     def _remaining(self) -> float:
         left = self._ends_at - time.monotonic()
@@ -346,6 +355,7 @@ class _Pinned:
         """Make ``sock`` the connection's socket, unless the deadline passed meanwhile."""
         with self._abort_lock:
             self.sock = sock
+            self._held = sock
             if self._aborted:
                 raise TimeoutError("deadline passed while connecting")
 
@@ -359,7 +369,7 @@ class _Pinned:
         """Shut the connection down: a read blocked in another thread returns at once."""
         with self._abort_lock:
             self._aborted = True
-            sock = self.sock
+            sock = self._held
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -395,6 +405,37 @@ class Response:
     elapsed: float
 
 
+class ResponseTooLarge(RequestFailed):
+    """The answer's body is longer than the caller takes: reading stopped past ``limit``
+    bytes (or at once, when ``Content-Length`` said so)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the answer is larger than {limit} bytes")
+        self.limit = limit
+
+
+#: Bytes read from the socket at a time while a body is read up to its limit.
+_CHUNK = 1024 * 1024
+
+
+def _read_body(response: http.client.HTTPResponse, limit: int) -> bytes:
+    """The body, or :class:`ResponseTooLarge` as soon as it is known to pass ``limit``:
+    never more than ``limit`` plus one chunk is held."""
+    declared = response.getheader("Content-Length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise ResponseTooLarge(limit)
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        part = response.read(min(_CHUNK, limit + 1 - size))
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        size += len(part)
+        if size > limit:
+            raise ResponseTooLarge(limit)
+
+
 def post(
     url: str,
     body: bytes,
@@ -415,6 +456,66 @@ def post(
     name that did not resolve at all: ``cause`` :class:`NameNotResolved`). Any status is
     returned as it came; redirects are not followed.
     """
+    return _request(
+        "POST",
+        url,
+        body,
+        headers,
+        deadline=deadline,
+        allow_private=allow_private,
+        allowed_hosts=allowed_hosts,
+        purpose=purpose,
+        resolver=resolver,
+        max_bytes=MAX_RESPONSE_BYTES,
+        truncate=True,
+    )
+
+
+def get(
+    url: str,
+    headers: Mapping[str, str],
+    *,
+    deadline: float,
+    max_bytes: int,
+    allow_private: bool,
+    allowed_hosts: Collection[str] = (),
+    purpose: str = "Requests",
+    resolver: Resolver | None = None,
+) -> Response:
+    """GET ``url`` once, as :func:`post` sends (same checks, one deadline, no redirects),
+    reading a body of at most ``max_bytes``: a longer one is :class:`ResponseTooLarge`,
+    found out without reading on past the limit."""
+    return _request(
+        "GET",
+        url,
+        None,
+        headers,
+        deadline=deadline,
+        allow_private=allow_private,
+        allowed_hosts=allowed_hosts,
+        purpose=purpose,
+        resolver=resolver,
+        max_bytes=max_bytes,
+        truncate=False,
+    )
+
+
+def _request(
+    method: str,
+    url: str,
+    body: bytes | None,
+    headers: Mapping[str, str],
+    *,
+    deadline: float,
+    allow_private: bool,
+    allowed_hosts: Collection[str],
+    purpose: str,
+    resolver: Resolver | None,
+    max_bytes: int,
+    truncate: bool,
+) -> Response:
+    """One request; ``truncate``: a longer body is cut at ``max_bytes`` (an answer only
+    looked at), else it is :class:`ResponseTooLarge`."""
     started = time.monotonic()
     target = parse_target(url)
     try:
@@ -442,10 +543,12 @@ def post(
     timer.daemon = True
     timer.start()
     try:
-        connection.request("POST", target.path, body=body, headers=dict(headers))
+        connection.request(method, target.path, body=body, headers=dict(headers))
         response = connection.getresponse()
-        data = response.read(MAX_RESPONSE_BYTES)
+        data = response.read(max_bytes) if truncate else _read_body(response, max_bytes)
         status = response.status
+    except ResponseTooLarge:
+        raise
     except (OSError, http.client.HTTPException) as exc:
         elapsed = time.monotonic() - started
         if elapsed >= deadline * 0.99:

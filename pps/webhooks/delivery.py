@@ -26,7 +26,7 @@ from pps.platform.name_lookup import Resolver
 from pps.platform.repository.integrations import Delivery
 from pps.platform.ssrf import ForbiddenTarget, RequestFailed, post
 
-__all__ = ["Outcome", "body_of", "send", "signed_headers"]
+__all__ = ["Outcome", "body_of", "retryable", "send", "signed_headers"]
 
 USER_AGENT = "pps-webhooks/1"
 NOTIFY_USER_AGENT = "pps-notify/1"

@@ -28,6 +28,13 @@ What it sends: webhook deliveries, and notifications to a URL the shop gave with
 :mod:`pps.webhooks.notifications`), the latter with ``PPS_NOTIFY_TIMEOUT``,
 ``PPS_NOTIFY_ATTEMPTS`` and ``PPS_NOTIFY_BACKOFF``, in order per topic.
 
+Besides messages, the outbox carries *jobs*: work on a shop's URL that must survive restarts
+and be retried like a notification, such as downloading a customer's PDF from a ``fileURL``
+(:mod:`pps.drafts.url_upload`). A job is an :class:`OutboxJob` registered for its ``event``:
+its attempt runs in a dispatcher slot of the client (bounded like deliveries), with a lease
+of its own length, ``PPS_NOTIFY_ATTEMPTS`` and ``PPS_NOTIFY_BACKOFF``; when it is given up,
+the job is told (to record the failure and tell the shop).
+
 The outbox is in the database, so deliveries survive restarts, any running dispatcher
 picks up what is due (polling every ``PPS_WEBHOOK_POLL`` seconds, at once when woken by a
 local event), and a lease on each claimed delivery keeps two dispatchers from sending the
@@ -53,6 +60,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Protocol
@@ -63,7 +71,7 @@ from pps.platform.repository.integrations import Delivery, SqlIntegrationStore
 from pps.platform.settings import Settings
 from pps.webhooks.delivery import Outcome, send
 
-__all__ = ["Dispatcher", "retry_pause", "start_dispatcher"]
+__all__ = ["Dispatcher", "OutboxJob", "retry_pause", "start_dispatcher"]
 
 log = logging.getLogger("pps.webhooks")
 
@@ -81,20 +89,44 @@ class DispatcherServices(Protocol):
     def integrations(self) -> SqlIntegrationStore: ...
 
 
+class OutboxJob(Protocol):
+    """Work an outbox row of its ``event`` stands for, instead of a message to send."""
+
+    @property
+    def deadline(self) -> float:
+        """Seconds one attempt may take in all; its lease adds :data:`LEASE_MARGIN`."""
+        ...
+
+    def attempt(self, delivery: Delivery) -> Outcome:
+        """Do the work once; ``retry`` in the outcome when another attempt may succeed."""
+        ...
+
+    def given_up(self, delivery: Delivery, outcome: Outcome, superseded: bool) -> None:
+        """No attempt follows (failed for good, attempts used up, or ``superseded`` by a
+        newer row of its topic)."""
+        ...
+
+
 def retry_pause(backoff: float, attempts_made: int) -> float:
     """Seconds before the next attempt, after ``attempts_made`` failed ones."""
     return float(min(MAX_PAUSE, backoff * 2.0 ** max(0, attempts_made - 1)))
 
 
 class Dispatcher:
-    """Sends the outbox of ``store``; ``resolver``: where receivers' host names are looked
-    up (the process's lookup threads unless given, as tests do)."""
+    """Sends the outbox of ``store`` and runs its jobs (``jobs``: by event name);
+    ``resolver``: where receivers' host names are looked up (the process's lookup threads
+    unless given, as tests do)."""
 
     def __init__(
-        self, store: SqlIntegrationStore, settings: Settings, resolver: Resolver | None = None
+        self,
+        store: SqlIntegrationStore,
+        settings: Settings,
+        jobs: Mapping[str, OutboxJob] | None = None,
+        resolver: Resolver | None = None,
     ) -> None:
         self._store = store
         self._settings = settings
+        self._jobs = dict(jobs or {})
         self._resolver = resolver
         self._limit = settings.webhook_concurrency
         self._per_client = settings.webhook_per_client
@@ -175,6 +207,7 @@ class Dispatcher:
             busy=busy,
             in_flight=in_flight,
             per_client=self._per_client,
+            leases={event: job.deadline + LEASE_MARGIN for event, job in self._jobs.items()},
         )
         for delivery in claimed:
             with self._lock:
@@ -239,11 +272,17 @@ class Dispatcher:
         """Deadline, attempts and first backoff: ``PPS_NOTIFY_*`` for notifications,
         ``PPS_WEBHOOK_*`` for webhooks."""
         s = self._settings
+        job = self._jobs.get(delivery.event)
+        if job is not None:
+            return job.deadline, s.notify_attempts, s.notify_backoff
         if delivery.is_notification:
             return s.notify_timeout, s.notify_attempts, s.notify_backoff
         return s.webhook_timeout, s.webhook_attempts, s.webhook_backoff
 
     def _attempt(self, delivery: Delivery) -> Outcome:
+        job = self._jobs.get(delivery.event)
+        if job is not None:
+            return job.attempt(delivery)
         config = self._store.settings(delivery.client_identifier)
         if config.webhook_secret is None and not delivery.is_notification:
             return Outcome(False, False, "the client has no webhook secret")
@@ -271,14 +310,27 @@ class Dispatcher:
             attempts,
             outcome.detail,
         )
-        if delivery.is_notification and self._store.superseded(delivery):
-            self._store.failed(delivery, None)  # a newer state of the topic goes instead
-        elif outcome.retry and made < attempts:
+        superseded = delivery.is_notification and self._store.superseded(delivery)
+        if not superseded and outcome.retry and made < attempts:
             self._store.failed(delivery, retry_pause(backoff, made))
-        else:
-            self._store.failed(delivery, None)
+            return
+        job = self._jobs.get(delivery.event)
+        if job is not None:
+            # Told first: should that meet an outage, the row stays and is tried again.
+            try:
+                job.given_up(delivery, outcome, superseded)
+            except Exception as exc:
+                if outage_message(exc) is not None:
+                    raise
+                log.exception(
+                    "outbox job %s (%s) failed to end", delivery.identifier, delivery.event
+                )
+        # Superseded: a newer state of the topic goes instead.
+        self._store.failed(delivery, None)
 
 
-def start_dispatcher(services: DispatcherServices) -> Dispatcher:
-    """The app's :data:`pps.platform.services.DispatcherFactory`."""
-    return Dispatcher(services.integrations, services.settings)
+def start_dispatcher(
+    services: DispatcherServices, jobs: Mapping[str, OutboxJob] | None = None
+) -> Dispatcher:
+    """The app's :data:`pps.platform.services.DispatcherFactory` (with ``jobs`` bound)."""
+    return Dispatcher(services.integrations, services.settings, jobs)

@@ -354,7 +354,8 @@ class SqlIntegrationStore:
         Notifications of one ``topic`` are sent in the order queued, one at a time; a new
         one supersedes older ones that failed and wait for their retry (the receiver needs
         the newest state, not a backlog). One that was never tried yet is kept, so a
-        healthy receiver hears of every change.
+        healthy receiver hears of every change. An outbox job (a download a shop asked
+        for, ``pps.drafts.url_upload``) is queued the same way: ``url`` is what it fetches.
 
         ``once``: a key (up to 120 characters) under which the client's notification is
         queued at most once, ever: asked again (a job retried after an outage), queued,
@@ -428,9 +429,12 @@ class SqlIntegrationStore:
         busy: Collection[str] = (),
         in_flight: Mapping[str, int] | None = None,
         per_client: int | None = None,
+        leases: Mapping[str, float] | None = None,
     ) -> list[Delivery]:
         """Up to ``limit`` due deliveries, leased for ``lease`` s, oldest due first; none of
         the clients in ``busy``, and no client beyond ``per_client`` counting ``in_flight``.
+        ``leases`` gives the events whose attempt takes longer (a download) a lease of
+        their own, so another dispatcher does not take over an attempt still running.
 
         Leaving busy clients out in SQL is what keeps one client's backlog from filling the
         batch and starving everyone else.
@@ -477,7 +481,6 @@ class SqlIntegrationStore:
         counts = Counter(in_flight or {})
         with self.engine.begin() as conn:
             rows = conn.execute(query).mappings().all()
-            until = now + timedelta(seconds=lease)
             for row in rows:
                 if len(claimed) >= limit:
                     break
@@ -487,7 +490,9 @@ class SqlIntegrationStore:
                 taken = conn.execute(
                     webhook_deliveries.update()
                     .where(webhook_deliveries.c.identifier == row["identifier"], free)
-                    .values(lease_until=until)
+                    .values(
+                        lease_until=now + timedelta(seconds=(leases or {}).get(row["event"], lease))
+                    )
                 ).rowcount
                 if taken:
                     counts[owner] += 1

@@ -1,0 +1,379 @@
+"""``POST /api-ext/draft/<hash>/upload`` with JSON ``{fileURL, callbackURL}``: pps downloads
+the PDF from the shop in the background, stores it as a multipart upload would be, and then
+POSTs to ``callbackURL``.
+
+The shop is a real HTTP server on 127.0.0.1 (:mod:`shop_support`); the app allows private
+addresses (``notify_allow_private``, as every test app) except in the refusal tests, which
+check that nothing is sent at all. The outbox, the dispatcher and the download are real.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from api_support import assert_error
+from client_compat_support import renderable_template
+from conftest import ApiClient
+from flask import Flask
+from preflight_support import print_pdf
+from shop_support import Served, Shop, running_shop, wait_until
+
+from app import create_app
+from pps.drafts.url_upload import FETCH_JOB, queue_url_upload
+from pps.platform.models import Client, Template
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import webhook_deliveries
+from pps.platform.services import build_services
+from pps.platform.settings import load_settings
+from pps.platform.ssrf import RequestFailed, ResponseTooLarge, get, post
+from pps.processing.job import run_in_process
+
+#: Small enough for a test file to pass it; the real PDFs are about 22 kB.
+LIMIT = 200_000
+FAST = {
+    "worker_mode": "thread",
+    "webhook_poll": 0.05,
+    "notify_attempts": 2,
+    "notify_backoff": 0.1,
+    "upload_fetch_timeout": 2.0,
+    "max_upload_bytes": LIMIT,
+}
+
+
+@pytest.fixture
+def app(app_config: dict[str, Any]) -> Iterator[Flask]:
+    application = create_app({**app_config, **FAST})
+    yield application
+    application.extensions["pps"].close()
+
+
+@pytest.fixture
+def shop() -> Iterator[Shop]:
+    with running_shop() as server:
+        yield server
+
+
+@pytest.fixture
+def template(repo: SqlRepository, tenant: Client) -> Template:
+    return renderable_template(repo, tenant)
+
+
+def new_draft(api: ApiClient, template: Template, intent: str = "upload") -> dict[str, Any]:
+    user = api.post("/api-ext/user").get_json()["data"]["identifier"]
+    body = {"user_identifier": user, "templateIdentifier": template.identifier, "intent": intent}
+    response = api.post("/api-ext/draft", json=body)
+    assert response.status_code == 201, response.get_data(as_text=True)
+    data: dict[str, Any] = response.get_json()["data"]
+    return data
+
+
+def shop_urls(shop: Shop, draft_hash: str, served: Served) -> dict[str, str]:
+    """The module's shapes: its media URL, and its callback with ``?filepath=``."""
+    path = f"tmp/upload/{draft_hash}/print.pdf"
+    return {
+        "fileURL": shop.serve(f"/pub/media/{path}", served),
+        "callbackURL": f"{shop.base}/printformer/process/draft/draft_id/{draft_hash}/"
+        f"?filepath={path}",
+    }
+
+
+def callback(shop: Shop) -> Any:
+    """The one callback the shop received, once it came."""
+    posts = wait_until(lambda: shop.requests("POST"))
+    assert len(posts) == 1, posts
+    return posts[0]
+
+
+def outbox(app: Flask) -> int:
+    return int(app.extensions["pps"].integrations.pending())
+
+
+def upload(api: ApiClient, draft_hash: str, body: Any) -> Any:
+    return api.post(f"/api-ext/draft/{draft_hash}/upload", json=body)
+
+
+def test_the_pdf_is_downloaded_stored_and_the_shop_called_back(
+    app: Flask, api: ApiClient, template: Template, shop: Shop, repo: SqlRepository
+) -> None:
+    draft = new_draft(api, template)
+    urls = shop_urls(shop, draft["draftHash"], Served(print_pdf(2, text="Mine")))
+    response = upload(api, draft["draftHash"], urls)
+    assert response.status_code == 204 and response.get_data() == b""
+    seen = callback(shop)
+    # The URL as the shop gave it: its controller reads draft_id and filepath from it.
+    assert seen.path == urls["callbackURL"].removeprefix(shop.base)
+    assert seen.json() == {"draftHash": draft["draftHash"], "success": True, "message": None}
+    assert seen.headers["Content-Type"] == "application/json"
+    (get,) = shop.requests("GET")
+    assert get.path == urls["fileURL"].removeprefix(shop.base)
+    shown = api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"]
+    assert shown["preflightStatus"] != -1  # preflighted, as after a multipart upload
+    stored = repo.get_draft(api_client_identifier(app, api), draft["draftHash"])
+    assert stored is not None and stored.upload_key is not None
+    assert wait_until(lambda: outbox(app) == 0)
+
+
+def api_client_identifier(app: Flask, api: ApiClient) -> str:
+    client = app.extensions["pps"].repository.find_client_by_api_key(api.api_key)
+    return str(client.identifier)
+
+
+@pytest.mark.parametrize(
+    ("served", "said"),
+    [
+        (Served(b"Hello, this is not a PDF at all."), "not a PDF"),
+        (Served(print_pdf(1)), "page"),
+        (Served(b"%PDF-1.7\n" + b"0" * (LIMIT * 3)), "larger than 200000 bytes"),
+        (Served(b"%PDF-1.7\n" + b"0" * (LIMIT * 3), length=False), "larger than 200000 bytes"),
+        (Served(print_pdf(2), statuses=[404]), "answered 404"),
+        (Served(print_pdf(2), statuses=[302]), "redirects are not followed"),
+    ],
+    ids=["not-a-pdf", "wrong-pages", "too-large", "too-large-unannounced", "404", "redirect"],
+)
+def test_a_refused_download_leaves_the_draft_and_tells_the_shop(
+    app: Flask, api: ApiClient, template: Template, shop: Shop, served: Served, said: str
+) -> None:
+    draft = new_draft(api, template)
+    before = api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"]
+    assert (
+        upload(api, draft["draftHash"], shop_urls(shop, draft["draftHash"], served)).status_code
+        == 204
+    )
+    body = callback(shop).json()
+    assert body["success"] is False and body["draftHash"] == draft["draftHash"]
+    assert said in body["message"]
+    assert len(shop.requests("GET")) == 1  # final at once: not tried again
+    assert api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"] == before
+
+
+def test_a_shop_that_fails_for_a_while_is_tried_again(
+    api: ApiClient, template: Template, shop: Shop
+) -> None:
+    draft = new_draft(api, template)
+    served = Served(print_pdf(2), statuses=[503, 200])
+    assert (
+        upload(api, draft["draftHash"], shop_urls(shop, draft["draftHash"], served)).status_code
+        == 204
+    )
+    assert callback(shop).json()["success"] is True
+    assert len(shop.requests("GET")) == 2
+
+
+def test_a_slow_shop_is_cut_off_at_the_deadline(
+    api: ApiClient, template: Template, shop: Shop
+) -> None:
+    """A shop trickling its file: each attempt ends at ``PPS_UPLOAD_FETCH_TIMEOUT``, then
+    the job is given up after ``PPS_NOTIFY_ATTEMPTS`` and the shop told."""
+    draft = new_draft(api, template)
+    served = Served(print_pdf(2), trickle=True)
+    before = api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"]
+    assert (
+        upload(api, draft["draftHash"], shop_urls(shop, draft["draftHash"], served)).status_code
+        == 204
+    )
+    body = callback(shop).json()
+    assert body["success"] is False and "timed out" in body["message"]
+    assert len(shop.requests("GET")) == FAST["notify_attempts"]
+    assert api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"] == before
+
+
+def test_without_callback_url_the_pdf_is_still_stored(
+    app: Flask, api: ApiClient, template: Template, shop: Shop, repo: SqlRepository
+) -> None:
+    """The module's "social" call sends only ``fileURL``."""
+    draft = new_draft(api, template)
+    file_url = shop_urls(shop, draft["draftHash"], Served(print_pdf(2)))["fileURL"]
+    assert upload(api, draft["draftHash"], {"fileURL": file_url}).status_code == 204
+    client = api_client_identifier(app, api)
+    wait_until(lambda: (d := repo.get_draft(client, draft["draftHash"])) and d.upload_key)
+    assert wait_until(lambda: outbox(app) == 0)
+    assert shop.requests("POST") == []
+
+
+# -- refused at once -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "fileURL"),
+        ({"callbackURL": "https://shop.example/cb"}, "fileURL"),
+        ({"fileURL": 12}, "fileURL"),
+        ({"fileURL": ""}, "fileURL"),
+        ({"fileURL": "ftp://shop.example/a.pdf"}, "fileURL"),
+        ({"fileURL": "https://user:pw@shop.example/a.pdf"}, "fileURL"),
+        ({"fileURL": "file:///etc/passwd"}, "fileURL"),
+        ({"fileURL": "http://127.0.0.1:9/a.pdf", "callbackURL": ["x"]}, "callbackURL"),
+        ({"fileURL": "http://127.0.0.1:9/a.pdf", "callbackURL": "javascript:x"}, "callbackURL"),
+    ],
+)
+def test_bad_urls_are_422_naming_the_field(
+    app: Flask, api: ApiClient, template: Template, body: dict[str, Any], field: str
+) -> None:
+    draft = new_draft(api, template)
+    error = assert_error(upload(api, draft["draftHash"], body), 422, field)
+    assert set(error["errors"]) == {field}
+    assert outbox(app) == 0
+
+
+def test_json_that_is_not_an_object_is_refused(api: ApiClient, template: Template) -> None:
+    draft = new_draft(api, template)
+    url = f"/api-ext/draft/{draft['draftHash']}/upload"
+    assert_error(api.post(url, data="{", content_type="application/json"), 400)
+    assert_error(api.post(url, json=["https://shop.example/a.pdf"]), 422)
+
+
+def test_unknown_and_foreign_drafts_are_404_and_other_intents_422(
+    app: Flask, api: ApiClient, other_api: ApiClient, template: Template, shop: Shop
+) -> None:
+    draft = new_draft(api, template)
+    urls = shop_urls(shop, draft["draftHash"], Served(print_pdf(2)))
+    assert_error(upload(api, "0" * 32, urls), 404)
+    assert_error(upload(other_api, draft["draftHash"], urls), 404)
+    customize = new_draft(api, template, intent="customize")
+    error = assert_error(upload(api, customize["draftHash"], urls), 422, "intent")
+    # The same answer as the multipart path gives.
+    multipart = api.post(
+        f"/api-ext/draft/{customize['draftHash']}/upload",
+        data={"file": (io.BytesIO(print_pdf(2)), "a.pdf", "application/pdf")},
+        content_type="multipart/form-data",
+    )
+    assert multipart.get_json() == error
+    assert outbox(app) == 0 and shop.requests() == []
+
+
+@pytest.fixture
+def strict_app(app_config: dict[str, Any]) -> Iterator[Flask]:
+    application = create_app({**app_config, **FAST, "notify_allow_private": False})
+    yield application
+    application.extensions["pps"].close()
+
+
+@pytest.mark.parametrize(
+    ("file_host", "callback_host", "field", "said"),
+    [
+        ("127.0.0.1", "127.0.0.1", "fileURL", "loopback"),
+        ("[::1]", "127.0.0.1", "fileURL", "loopback"),
+        ("10.1.2.3", "127.0.0.1", "fileURL", "private"),
+        ("169.254.169.254", "127.0.0.1", "fileURL", "link-local"),
+        ("localhost", "127.0.0.1", "fileURL", "loopback"),
+        ("93.184.215.14", "192.168.1.1", "callbackURL", "private"),
+    ],
+)
+def test_private_addresses_are_refused_without_sending_anything(
+    strict_app: Flask, shop: Shop, file_host: str, callback_host: str, field: str, said: str
+) -> None:
+    """``PPS_NOTIFY_ALLOW_PRIVATE`` off: judged from the address alone, nothing sent."""
+    tenant = strict_app.extensions["pps"].repository.create_client("Strict shop")
+    api = ApiClient(strict_app.test_client(), tenant.api_key)
+    template = renderable_template(strict_app.extensions["pps"].repository, tenant)
+    draft = new_draft(api, template)
+    port = shop.server.server_address[1]
+    body = {
+        "fileURL": f"http://{file_host}:{port}/a.pdf",
+        "callbackURL": f"http://{callback_host}:{port}/cb",
+    }
+    error = assert_error(upload(api, draft["draftHash"], body), 422, field)
+    assert said in error["errors"][field][0]
+    assert outbox(strict_app) == 0
+    assert shop.requests() == []
+
+
+def test_a_refused_address_at_download_time_is_not_fetched(strict_app: Flask, shop: Shop) -> None:
+    """An address allowed when the request came may be refused later (settings changed, DNS
+    rebinding): the download checks again before connecting, and sends nothing."""
+    services = strict_app.extensions["pps"]
+    tenant = services.repository.create_client("Strict shop")
+    api = ApiClient(strict_app.test_client(), tenant.api_key)
+    draft = new_draft(api, renderable_template(services.repository, tenant))
+    urls = shop_urls(shop, draft["draftHash"], Served(print_pdf(2)))
+    # Queued as the view queues it, bypassing its check (as if the address changed since).
+    queue_url_upload(services, tenant.identifier, draft["draftHash"], urls["fileURL"], None)
+    assert wait_until(lambda: outbox(strict_app) == 0)
+    assert shop.requests() == []
+
+
+# -- surviving a restart -------------------------------------------------------------------
+
+
+def test_a_queued_download_is_done_by_the_next_process(
+    app_config: dict[str, Any], shop: Shop
+) -> None:
+    """Recorded by a process that stopped before its dispatcher ran: the outbox row is in
+    the database, and the next app's dispatcher downloads and calls back."""
+    settings = load_settings({}, {**app_config, **FAST})
+    first = build_services(settings, run_in_process)  # no dispatcher: only queues
+    try:
+        tenant = first.repository.create_client("Shop A")
+        template = renderable_template(first.repository, tenant)
+        user = first.repository.create_user(tenant.identifier, {})
+        draft = first.repository.create_draft(
+            tenant.identifier,
+            user_identifier=user.identifier,
+            template_identifier=template.identifier,
+            intent="upload",
+            api_default_values={},
+            custom_attributes={},
+        )
+        assert draft is not None
+        urls = shop_urls(shop, draft.draft_hash, Served(print_pdf(2)))
+        queue_url_upload(
+            first, tenant.identifier, draft.draft_hash, urls["fileURL"], urls["callbackURL"]
+        )
+        with first.repository.engine.connect() as conn:  # type: ignore[attr-defined]
+            events = conn.execute(sa.select(webhook_deliveries.c.event)).scalars().all()
+        assert events == [FETCH_JOB]
+    finally:
+        first.close()
+    assert shop.requests() == []
+    second = create_app({**app_config, **FAST})
+    try:
+        second.extensions["pps"].dispatcher()  # started by the first event, or pps worker
+        assert callback(shop).json()["success"] is True
+        stored = second.extensions["pps"].repository.get_draft(tenant.identifier, draft.draft_hash)
+        assert stored is not None and stored.upload_key is not None
+    finally:
+        second.extensions["pps"].close()
+
+
+# -- the download client (pps.platform.ssrf.get) -------------------------------------------
+
+
+def test_reading_stops_past_the_limit(shop: Shop) -> None:
+    """20 MB without a Content-Length, 200 kB taken: pps stops reading and hangs up, so the
+    shop never gets to write it all."""
+    url = shop.serve("/huge.pdf", Served(b"%PDF" + b"0" * 20_000_000, length=False))
+    with pytest.raises(ResponseTooLarge):
+        get(url, {}, deadline=10.0, max_bytes=LIMIT, allow_private=True)
+    wait_until(lambda: "/huge.pdf" in shop.finished)
+    assert "/huge.pdf" not in shop.completed
+    declared = shop.serve("/declared.pdf", Served(b"%PDF" + b"0" * 20_000_000))
+    with pytest.raises(ResponseTooLarge):
+        get(declared, {}, deadline=10.0, max_bytes=LIMIT, allow_private=True)
+
+
+def test_a_redirect_is_answered_not_followed(shop: Shop) -> None:
+    url = shop.serve("/moved.pdf", Served(b"", statuses=[302]))
+    assert get(url, {}, deadline=5.0, max_bytes=LIMIT, allow_private=True).status == 302
+    assert len(shop.requests("GET")) == 1
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_body_trickled_after_the_headers_is_cut_off_at_the_deadline(
+    shop: Shop, method: str
+) -> None:
+    """The answer ends with the connection (no length): ``http.client`` lets go of the
+    socket after the headers, and the deadline must still end the read."""
+    url = shop.serve("/slow.pdf", Served(b"x" * 30, trickle=True))  # 6 s of it
+    with pytest.raises(RequestFailed, match="timed out"):
+        if method == "GET":
+            get(url, {}, deadline=1.0, max_bytes=LIMIT, allow_private=True)
+        else:
+            post(url, b"{}", {}, deadline=1.0, allow_private=True)
+    # Hung up on at the deadline: the shop could not write the rest.
+    wait_until(lambda: "/slow.pdf" in shop.finished)
+    assert "/slow.pdf" not in shop.completed
