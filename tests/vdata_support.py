@@ -65,15 +65,21 @@ _OFFICE_RELS = "http://schemas.openxmlformats.org/officeDocument/2006/relationsh
 _TYPES = "application/vnd.openxmlformats-officedocument.spreadsheetml"
 
 
-def xlsx_by_hand(rows: str, shared: list[str] | None = None, dimension: str | None = None) -> bytes:
+def xlsx_by_hand(
+    rows: str,
+    shared: list[str] | None = None,
+    dimension: str | None = None,
+    sheet: str = "xl/worksheets/sheet1.xml",
+    extra: dict[str, bytes] | None = None,
+) -> bytes:
     """A minimal XLSX written with zipfile: ``rows`` is the ``<sheetData>`` content as it
-    stands in the file, so a test can hold cells no spreadsheet program would write."""
+    stands in the file, so a test can hold cells no spreadsheet program would write.
+    ``sheet`` names the worksheet's part (under ``xl/``), ``extra`` adds parts as they are."""
     import zipfile
 
     overrides = (
         f'<Override PartName="/xl/workbook.xml" ContentType="{_TYPES}.sheet.main+xml"/>'
-        f'<Override PartName="/xl/worksheets/sheet1.xml" '
-        f'ContentType="{_TYPES}.worksheet+xml"/>'
+        f'<Override PartName="/{sheet}" ContentType="{_TYPES}.worksheet+xml"/>'
     )
     if shared is not None:
         overrides += (
@@ -96,9 +102,10 @@ def xlsx_by_hand(rows: str, shared: list[str] | None = None, dimension: str | No
         ),
         "xl/_rels/workbook.xml.rels": (
             f'<Relationships xmlns="{_RELS}"><Relationship Id="rId1" '
-            f'Type="{_OFFICE_RELS}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>'
+            f'Type="{_OFFICE_RELS}/worksheet" Target="{sheet.removeprefix("xl/")}"/>'
+            "</Relationships>"
         ),
-        "xl/worksheets/sheet1.xml": (
+        sheet: (
             f'<worksheet xmlns="{_MAIN}">'
             + (f'<dimension ref="{dimension}"/>' if dimension else "")
             + f"<sheetData>{rows}</sheetData></worksheet>"
@@ -111,4 +118,6 @@ def xlsx_by_hand(rows: str, shared: list[str] | None = None, dimension: str | No
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in parts.items():
             archive.writestr(name, text)
+        for name, data in (extra or {}).items():
+            archive.writestr(name, data)
     return out.getvalue()
