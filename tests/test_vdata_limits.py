@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
-from api_support import assert_error
+from api_support import assert_error, snapshot
 from conftest import ApiClient
-from vdata_support import card_draft, card_template, csv_bytes, multipart, xlsx_by_hand
+from openpyxl import Workbook
+from openpyxl.styles import PatternFill
+from vdata_support import ROOT, card_draft, card_template, csv_bytes, multipart, xlsx_by_hand
 
 from pps.platform.models import Client, Draft
 from pps.platform.repository.sql import SqlRepository
+from pps.uploads.sheet_rows import MAX_ROW_CELLS, MAX_ROW_ELEMENTS
 from pps.uploads.workbook import MAX_SHARED_STRINGS_UNPACKED, workbook_problem
 from pps.vdata import tabular
 from pps.vdata.tabular import (
@@ -164,6 +171,145 @@ def test_a_zip_bomb_sent_as_variable_data_is_refused_before_openpyxl(
     error = assert_error(post_file(api, draft, "a.xlsx", data, {"name": 0}), 422, "file")
     assert "unpacks to" in error["message"]
     assert rows_stored(api, draft) == 0
+
+
+def one_row(cells: int, cell: str = "<c><v>1</v></c>") -> bytes:
+    """A header and one data row of ``cells`` cells: millions of them zip to a few KB."""
+    return xlsx_by_hand(HEADER + '<row r="2">' + cell * cells + "</row>")
+
+
+HUGE_ROW_CELLS = 2_000_000
+
+
+def test_a_row_of_millions_of_cells_is_refused_on_both_paths(
+    api: ApiClient, repo: SqlRepository, draft: Draft
+) -> None:
+    """openpyxl builds a row whole before ``max_col`` trims it (900 MB for these 2,000,000
+    cells): the one check an upload and a workbook sent as variable data both run refuses
+    it, naming the row and the limit, and nothing is written."""
+    data = one_row(HUGE_ROW_CELLS)
+    assert len(data) < 100_000
+    assert (
+        post_file(api, draft, "a.csv", csv_bytes([["Name"], ["A"]]), {"name": 0}).status_code == 204
+    )
+    before = snapshot(repo)
+    error = assert_error(post_file(api, draft, "a.xlsx", data, {"name": 0}), 422, "file")
+    assert (
+        f"row 2 of its part xl/worksheets/sheet1.xml has more than {MAX_ROW_CELLS} cells"
+        in (error["message"])
+    )
+    upload = api.post(
+        "/api-ext/file", data=multipart("a.xlsx", data), content_type="multipart/form-data"
+    )
+    assert f"more than {MAX_ROW_CELLS} cells" in assert_error(upload, 422, "file")["message"]
+    assert snapshot(repo) == before  # no upload, the draft's one row as it was
+    assert rows_stored(api, draft) == 1
+
+
+def test_refusing_a_row_of_millions_of_cells_takes_little_memory(tmp_path: Path) -> None:
+    """Read through pps's reader in a process of its own: its peak RSS stays far below the
+    900 MB openpyxl would take for the row (a bound on memory, not on time)."""
+    source = tmp_path / "row.xlsx"
+    source.write_bytes(one_row(HUGE_ROW_CELLS))
+    script = (
+        "import resource, sys\n"
+        "from pps.vdata.tabular import TableError, read_table\n"
+        "try:\n"
+        "    read_table('xlsx', open(sys.argv[1], 'rb').read(), 10_000)\n"
+        "except TableError as exc:\n"
+        "    print(exc)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(source)],
+        capture_output=True, text=True, check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    message, peak_kb = done.stdout.splitlines()
+    assert f"more than {MAX_ROW_CELLS} cells" in message
+    assert int(peak_kb) < 300 * 1024
+
+
+@pytest.mark.parametrize(
+    ("rows", "words"),
+    [
+        (
+            '<row r="2">' + "<c><v>1</v></c>" * (MAX_ROW_CELLS + 1) + "</row>",
+            f"row 2 of its part xl/worksheets/sheet1.xml has more than {MAX_ROW_CELLS} cells",
+        ),
+        (  # one cell, but an element for each of its children
+            '<row r="2"><c r="A2"><v>1</v>' + "<x/>" * MAX_ROW_ELEMENTS + "</c></row>",
+            f"row 2 of its part xl/worksheets/sheet1.xml holds more than {MAX_ROW_ELEMENTS}",
+        ),
+        (  # openpyxl parses each and skips it, keeping its element
+            '<row r="2"><c r="A2"><v>1</v></c></row>' + '<row r="2"/>' * 3,
+            "row 2 of its part xl/worksheets/sheet1.xml comes after row 2; rows must be in",
+        ),
+        ('<row r="5"/><row r="3.0"/>', "row 3 of its part xl/worksheets/sheet1.xml comes after"),
+        ('<row r="3"/><row/><row r="4"/>', "row 4 of its part xl/worksheets/sheet1.xml comes"),
+    ],
+    ids=["cells", "elements", "repeated", "backwards", "counted"],
+)
+def test_rows_openpyxl_would_build_at_great_cost_are_refused(rows: str, words: str) -> None:
+    with pytest.raises(TableError, match="The XLSX file cannot be used") as refused:
+        read_table("xlsx", xlsx_by_hand(HEADER + rows), 10_000)
+    assert words in str(refused.value)
+
+
+def test_a_row_of_every_column_is_read(api: ApiClient, draft: Draft) -> None:
+    """A row of MAX_ROW_CELLS cells, A to XFD, most of them empty cells with a style (as
+    spreadsheet programs pad a formatted row), then one without row numbers: read, each
+    row kept as wide as the header."""
+    from openpyxl.utils import get_column_letter
+
+    padded = "".join(f'<c r="{get_column_letter(n)}2" s="1"/>' for n in range(2, MAX_ROW_CELLS + 1))
+    rows = f'<row r="2"><c r="A2" t="inlineStr"><is><t>Ada</t></is></c>{padded}</row>'
+    rows += '<row><c t="inlineStr"><is><t>Bob</t></is></c></row>'
+    data = xlsx_by_hand(HEADER + rows)
+    assert workbook_problem(data) is None
+    assert post_file(api, draft, "a.xlsx", data, {"name": 0}).status_code == 204
+    assert api.get(path(draft)).get_json()["data"] == [{"name": "Ada"}, {"name": "Bob"}]
+
+
+def test_a_workbook_written_by_openpyxl_with_styled_empty_cells_is_read(
+    api: ApiClient, draft: Draft
+) -> None:
+    """Empty cells with a fill, a cell far to the right, a picture-like binary part: the
+    check reads the sheet and passes over what is not XML."""
+    workbook = Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.append(["Name", "Mail"])
+    for index in range(2, 2002):
+        sheet.append([f"Person {index}", None])
+        sheet.cell(index, 2).fill = PatternFill("solid", fgColor="FFFF00")
+        sheet.cell(index, 5000).fill = PatternFill("solid", fgColor="FFFF00")
+    out = io.BytesIO()
+    workbook.save(out)
+    assert workbook_problem(out.getvalue()) is None
+    assert post_file(api, draft, "a.xlsx", out.getvalue(), {"name": "Name"}).status_code == 204
+    assert rows_stored(api, draft) == 2000
+
+
+def test_every_part_is_checked_whatever_its_name() -> None:
+    """openpyxl opens the sheet its workbook relates to, under any name: a part that is not
+    XML is passed over, the sheet is read (and refused) wherever it lies."""
+    extra = {"xl/media/image1.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40}
+    name = "xl/data.bin"
+    small = xlsx_by_hand(HEADER + '<row r="2"><c><v>7</v></c></row>', sheet=name, extra=extra)
+    assert workbook_problem(small) is None
+    assert read_table("xlsx", small, 10).rows == [["7"]]  # openpyxl read that very part
+    big = xlsx_by_hand(
+        HEADER + '<row r="2">' + "<c/>" * (MAX_ROW_CELLS + 1) + "</row>", sheet=name, extra=extra
+    )
+    assert f"row 2 of its part {name} has more than" in (workbook_problem(big) or "")
+
+
+def test_entity_declarations_are_refused_in_any_part() -> None:
+    declared = b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY c "<c/><c/>">]><r>&c;</r>'
+    data = xlsx_by_hand(HEADER, extra={"customXml/item1.xml": declared})
+    assert "its part customXml/item1.xml declares the XML entity 'c'" in (
+        workbook_problem(data) or ""
+    )
 
 
 BROKEN_CELLS = [

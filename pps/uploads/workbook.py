@@ -4,16 +4,20 @@ An upload (``POST /api-ext/file``) and a workbook sent straight as variable data
 same check. openpyxl reads the whole shared-string table into memory when it opens a
 workbook (about 10 µs and a few hundred bytes per entry), so that part has a limit of its own
 well below the workbook's: a few hundred kilobytes of ZIP can hold millions of entries.
+Rows are checked last, by reading every part as a stream (:mod:`pps.uploads.sheet_rows`).
 """
 
 from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from xml.etree.ElementTree import ParseError
 
 import defusedxml.ElementTree as DefusedET
 from defusedxml import DefusedXmlException
+
+from pps.uploads.sheet_rows import rows_problem
 
 __all__ = [
     "MAX_CONTENT_TYPES",
@@ -38,17 +42,23 @@ _DEFAULT_STRINGS = "xl/sharedStrings.xml"
 def workbook_problem(data: bytes) -> str | None:
     """Why opening the XLSX would cost too much (a phrase), or None.
 
-    Sizes come from the ZIP directory, which also bounds what :mod:`zipfile` unpacks.
+    Sizes come from the ZIP directory, which also bounds what :mod:`zipfile` unpacks; the
+    rows of every part are read last, as a stream, once the sizes are known to be sound.
     """
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            infos = archive.infolist()
-            unpacked = sum(info.file_size for info in infos)
-            if unpacked > MAX_XLSX_UNPACKED:
-                return f"it unpacks to {unpacked} bytes; at most {MAX_XLSX_UNPACKED} are accepted"
-            parts = _shared_string_parts(archive)
-    except (zipfile.BadZipFile, OSError, ValueError, KeyError) as exc:
+            problem = _size_problem(archive)
+            return problem if problem is not None else rows_problem(archive)
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError, zlib.error) as exc:
         return f"it is not a ZIP archive that can be read ({exc})"
+
+
+def _size_problem(archive: zipfile.ZipFile) -> str | None:
+    infos = archive.infolist()
+    unpacked = sum(info.file_size for info in infos)
+    if unpacked > MAX_XLSX_UNPACKED:
+        return f"it unpacks to {unpacked} bytes; at most {MAX_XLSX_UNPACKED} are accepted"
+    parts = _shared_string_parts(archive)
     if parts is None:
         return f"its {_CONTENT_TYPES} is larger than {MAX_CONTENT_TYPES} bytes"
     strings = sum(info.file_size for info in infos if info.filename in parts)
