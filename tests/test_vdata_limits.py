@@ -22,7 +22,7 @@ from vdata_support import ROOT, card_draft, card_template, csv_bytes, multipart,
 
 from pps.platform.models import Client, Draft
 from pps.platform.repository.sql import SqlRepository
-from pps.uploads.sheet_rows import MAX_ROW_CELLS, MAX_ROW_ELEMENTS
+from pps.uploads.sheet_rows import MAX_ROW_CELLS, MAX_ROW_ELEMENTS, MAX_WORKBOOK_CELLS
 from pps.uploads.workbook import MAX_SHARED_STRINGS_UNPACKED, workbook_problem
 from pps.vdata import tabular
 from pps.vdata.tabular import (
@@ -253,6 +253,25 @@ def test_rows_openpyxl_would_build_at_great_cost_are_refused(rows: str, words: s
     with pytest.raises(TableError, match="The XLSX file cannot be used") as refused:
         read_table("xlsx", xlsx_by_hand(HEADER + rows), 10_000)
     assert words in str(refused.value)
+
+
+def test_legal_rows_past_the_workbook_cell_total_are_refused() -> None:
+    """Rows each within a sheet's width, but so many cells in all that openpyxl would take
+    minutes: refused at the first cell past the total."""
+    rows_needed = MAX_WORKBOOK_CELLS // MAX_ROW_CELLS + 1
+    wide_row = "<c/>" * MAX_ROW_CELLS
+    rows = "".join(f'<row r="{n}">{wide_row}</row>' for n in range(2, rows_needed + 2))
+    with pytest.raises(TableError, match="The XLSX file cannot be used") as refused:
+        read_table("xlsx", xlsx_by_hand(HEADER + rows), 10_000)
+    assert f"takes the workbook past {MAX_WORKBOOK_CELLS} cells in all" in str(refused.value)
+
+
+def test_a_workbook_of_exactly_the_cell_total_passes_the_check() -> None:
+    """Cells of the header row count too: the total is of every cell the parts hold."""
+    body = "".join(f'<row r="{n}"><c/></row>' for n in range(2, MAX_WORKBOOK_CELLS + 1))
+    assert workbook_problem(xlsx_by_hand(HEADER + body)) is None
+    one_more = body + f'<row r="{MAX_WORKBOOK_CELLS + 1}"><c/></row>'
+    assert "past 2000000 cells" in str(workbook_problem(xlsx_by_hand(HEADER + one_more)))
 
 
 def test_a_row_of_every_column_is_read(api: ApiClient, draft: Draft) -> None:

@@ -20,12 +20,17 @@ import zipfile
 from typing import NoReturn
 from xml.parsers import expat
 
-__all__ = ["MAX_ROW_CELLS", "MAX_ROW_ELEMENTS", "rows_problem"]
+__all__ = ["MAX_ROW_CELLS", "MAX_ROW_ELEMENTS", "MAX_WORKBOOK_CELLS", "rows_problem"]
 
 #: Cells in one row: a sheet has at most 16,384 columns (A to XFD), so no real row has more.
 MAX_ROW_CELLS = 16_384
 #: XML elements inside one row (cells, values, formulas, rich-text runs): 8 per cell.
 MAX_ROW_ELEMENTS = 8 * MAX_ROW_CELLS
+#: Cells in all rows of all parts together. Legal rows alone do not bound the work: 800 rows
+#: of 16,384 styled empty cells (394 KB of ZIP) took openpyxl 137 s to read. Variable data
+#: is at most ``PPS_MAX_VARIABLE_ROWS`` (10,000) records of 1,000 columns read; 2 million
+#: cells hold 10,000 records of 200 columns, and take openpyxl about 15 s at most.
+MAX_WORKBOOK_CELLS = 2_000_000
 #: The tag openpyxl reads as a row, as expat names it with ``}`` between namespace and name.
 _ROW = "http://schemas.openxmlformats.org/spreadsheetml/2006/main}row"
 _CHUNK = 64 * 1024
@@ -36,21 +41,30 @@ class _Refused(Exception):
 
 
 def rows_problem(archive: zipfile.ZipFile) -> str | None:
-    """Why a row of some part would cost openpyxl too much (a phrase), or None."""
+    """Why a row of some part, or the cells of all parts together, would cost openpyxl too
+    much (a phrase), or None."""
+    total = _CellTotal()
     for info in archive.infolist():
         if info.is_dir():
             continue
         try:
-            _scan(archive, info)
+            _scan(archive, info, total)
         except _Refused as refused:
             return str(refused)
     return None
 
 
-def _scan(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+class _CellTotal:
+    """Cells counted so far in the whole workbook (:data:`MAX_WORKBOOK_CELLS`)."""
+
+    def __init__(self) -> None:
+        self.cells = 0
+
+
+def _scan(archive: zipfile.ZipFile, info: zipfile.ZipInfo, total: _CellTotal) -> None:
     """Feed one part to a counting parser; a part that is not well-formed XML ends the
     scan where openpyxl's parser (the same expat) would fail too."""
-    counter = _RowCounter(info.filename)
+    counter = _RowCounter(info.filename, total)
     parser = expat.ParserCreate(namespace_separator="}")  # as ElementTree's XMLParser
     parser.StartElementHandler = counter.start
     parser.EndElementHandler = counter.end
@@ -68,8 +82,9 @@ def _scan(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
 class _RowCounter:
     """Counts children and elements of the open row; checks that row numbers increase."""
 
-    def __init__(self, part: str) -> None:
+    def __init__(self, part: str, total: _CellTotal) -> None:
         self.part = part
+        self.total = total
         self.depth = 0
         self.row_depth = 0  # depth of the open row; 0 outside rows
         self.row = 0  # number of the open (or last) row, as openpyxl counts them
@@ -82,6 +97,13 @@ class _RowCounter:
             self.elements += 1
             if self.depth == self.row_depth + 1:
                 self.cells += 1  # openpyxl makes a cell of every child
+                self.total.cells += 1
+                if self.total.cells > MAX_WORKBOOK_CELLS:
+                    self._refuse(
+                        f"takes the workbook past {MAX_WORKBOOK_CELLS} cells in all "
+                        "(variable data is at most 10,000 records; remove unused columns "
+                        "and rows)"
+                    )
                 if self.cells > MAX_ROW_CELLS:
                     self._refuse(
                         f"has more than {MAX_ROW_CELLS} cells (a sheet has at most "
