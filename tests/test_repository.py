@@ -616,6 +616,54 @@ def test_update_draft_bumps_version(repository: SqlRepository, shop_a: Client) -
     assert repository.update_draft(shop_a.identifier, "0" * 32, state="edited") is None
 
 
+def test_replace_upload_tells_the_key_it_replaced(
+    repository: SqlRepository, shop_a: Client, shop_b: Client
+) -> None:
+    draft = make_draft(repository, shop_a)
+    first = repository.replace_upload(shop_a.identifier, draft.draft_hash, "k/first.pdf", 10)
+    assert first is not None and first.previous_key is None
+    assert (first.draft.upload_key, first.draft.upload_size) == ("k/first.pdf", 10)
+    assert first.draft.version == draft.version + 1
+    second = repository.replace_upload(shop_a.identifier, draft.draft_hash, "k/second.pdf", 20)
+    assert second is not None and second.previous_key == "k/first.pdf"
+    assert second.draft == repository.get_draft(shop_a.identifier, draft.draft_hash)
+    assert repository.replace_upload(shop_b.identifier, draft.draft_hash, "k/x.pdf", 1) is None
+    assert repository.replace_upload(shop_a.identifier, "0" * 32, "k/x.pdf", 1) is None
+    assert repository.get_draft(shop_a.identifier, draft.draft_hash) == second.draft
+
+
+def test_replace_upload_at_once_tells_each_key_to_one_upload(
+    repository: SqlRepository, shop_a: Client
+) -> None:
+    """Each key is replaced once, by one of the uploads, and the last one is the draft's:
+    deleting what each was told leaves exactly the draft's file."""
+    draft = make_draft(repository, shop_a)
+    assert repository.replace_upload(shop_a.identifier, draft.draft_hash, "k/start.pdf", 1)
+    count = 8
+    start = threading.Barrier(count)
+    told: list[str | None] = [None] * count
+
+    def record(index: int) -> None:
+        start.wait()
+        replaced = repository.replace_upload(
+            shop_a.identifier, draft.draft_hash, f"k/{index}.pdf", index + 1
+        )
+        assert replaced is not None
+        told[index] = replaced.previous_key
+
+    threads = [threading.Thread(target=record, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    final = repository.get_draft(shop_a.identifier, draft.draft_hash)
+    assert final is not None and final.upload_key is not None
+    assert final.version == draft.version + 1 + count
+    keys = {"k/start.pdf", *(f"k/{i}.pdf" for i in range(count))}
+    assert sorted(str(key) for key in told) == sorted(keys - {final.upload_key})
+    assert final.upload_size == int(final.upload_key.removeprefix("k/").split(".")[0]) + 1
+
+
 def test_delete_draft(repository: SqlRepository, shop_a: Client) -> None:
     draft = make_draft(repository, shop_a)
     assert repository.delete_draft(shop_a.identifier, draft.draft_hash) is True

@@ -65,6 +65,15 @@ class VersionConflict(Exception):
         self.current = current
 
 
+@dataclass(frozen=True)
+class ReplacedUpload:
+    """A draft as :meth:`Repository.replace_upload` left it, and the upload it replaced."""
+
+    draft: Draft
+    previous_key: str | None
+    """The key the draft named until then, which the caller deletes; None when none."""
+
+
 class Repository(Protocol):
     """Storage of clients, users, templates and drafts."""
 
@@ -203,6 +212,15 @@ class Repository(Protocol):
         ``upload_size`` is the bytes of the PDF at ``upload_key``.
         ``proof_approved_at`` records the customer's proof approval for the new version.
         """
+        ...
+
+    def replace_upload(
+        self, client: str, draft_hash: str, upload_key: str, upload_size: int
+    ) -> ReplacedUpload | None:
+        """Make the PDF at ``upload_key`` (``upload_size`` bytes) the draft's print PDF, bump
+        ``version``; the draft and the key it replaced, read in the same transaction as
+        the write, so that of uploads at once each is told a different key and the caller
+        can delete it. None when no such draft."""
         ...
 
     def set_preflight(

@@ -35,6 +35,7 @@ from pps.platform.repository import (
     USER_FIELDS,
     DuplicateIdentifier,
     Page,
+    ReplacedUpload,
     VersionConflict,
     deadline,
 )
@@ -824,6 +825,49 @@ class SqlRepository:
                     return None
                 raise VersionConflict(int(current))
         return self.get_draft(client, draft_hash)
+
+    def replace_upload(
+        self, client: str, draft_hash: str, upload_key: str, upload_size: int
+    ) -> ReplacedUpload | None:
+        """The read of the key replaced and the write of the new one in one transaction,
+        with the draft's row locked from its start, so that no other upload's write comes
+        between them. Locked by writing to the row what it holds, as
+        :mod:`~pps.platform.repository.client_lock` locks a client: a write locks on both
+        backends (PostgreSQL: the row, until the transaction ends, and the next
+        statement's snapshot sees what the upload before this one wrote; SQLite: the whole
+        database), where SQLite would run a ``SELECT ... FOR UPDATE`` outside any
+        transaction and without a lock. No retry, no conflict: uploads at once are
+        recorded one after the other, each told the key the one before it recorded."""
+        if _impossible(client, draft_hash):
+            return None
+        this_draft = sa.and_(
+            drafts.c.draft_hash == draft_hash, drafts.c.client_identifier == client
+        )
+        with self.engine.begin() as conn:
+            locked = conn.execute(
+                drafts.update().where(this_draft).values(upload_key=drafts.c.upload_key)
+            )
+            if not locked.rowcount:
+                return None
+            previous = conn.execute(sa.select(drafts.c.upload_key).where(this_draft)).scalar()
+            conn.execute(
+                drafts.update()
+                .where(this_draft)
+                .values(
+                    upload_key=upload_key,
+                    upload_size=upload_size,
+                    version=drafts.c.version + 1,
+                    updated_at=utcnow(),
+                )
+            )
+            # Read before the commit: once it is committed, an error here must not make
+            # the caller delete the file the draft now names.
+            row = (
+                conn.execute(_DRAFT_BY_HASH, {"draft_hash": draft_hash, "client": client})
+                .mappings()
+                .one()
+            )
+        return ReplacedUpload(_draft(row), previous)
 
     def set_preflight(
         self,
