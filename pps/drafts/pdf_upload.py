@@ -82,6 +82,12 @@ def store_pdf(services: UploadServices, client: str, draft: Draft, data: bytes) 
     :class:`~pps.platform.errors.ClientStorageFull` (the PDF would take the client's uploads
     past ``PPS_CLIENT_STORAGE_BYTES``; it needs room beside the one it replaces, as both are
     stored for a moment) leave the draft as it was.
+
+    Uploads to one draft at once each store a file under a key of its own, and are
+    recorded one after the other (:meth:`~pps.platform.repository.Repository.replace_upload`
+    locks the draft's row); each deletes the file it was told it replaced. So every file
+    but the last one recorded is deleted by the upload that replaced it, and the budget,
+    which counts the draft's ``upload_size``, counts just what is stored.
     """
     template = services.repository.get_template(client, draft.template_identifier)
     if template is None:
@@ -102,20 +108,20 @@ def store_pdf(services: UploadServices, client: str, draft: Draft, data: bytes) 
     with room_for(services.uploads.budget, client, size, services.settings.client_storage_bytes):
         services.storage.put(key, accepted.data)
         try:
-            updated = services.repository.update_draft(
-                client, draft.draft_hash, upload_key=key, upload_size=size
-            )
+            replaced = services.repository.replace_upload(client, draft.draft_hash, key, size)
         except Exception:
-            # Not recorded: no budget counts the file and no sweep finds it. The same PDF
-            # sent again has the key of the one the draft keeps, which stays.
-            if key != draft.upload_key:
-                services.storage.delete(key)
+            # Not recorded: no budget counts the file and no sweep finds it. The key is
+            # this upload's own, so no draft names it.
+            services.storage.delete(key)
             raise
-        if updated is None:  # deleted meanwhile
+        if replaced is None:  # deleted meanwhile
             services.storage.delete(key)
             raise DraftGone(DRAFT_NOT_FOUND)
-    if draft.upload_key is not None and draft.upload_key != key:
-        services.storage.delete(draft.upload_key)
+    # The key the draft named when this one was recorded, not the one ``draft`` names:
+    # an upload at once may have replaced that already, and this one replaced its file.
+    if replaced.previous_key is not None and replaced.previous_key != key:
+        services.storage.delete(replaced.previous_key)
+    updated = replaced.draft
     checked = preflight_and_store(
         services.repository,
         services.storage,

@@ -140,8 +140,9 @@ def upload_print_pdf(draft_hash: str) -> Any:
     embedded, form XObjects nested at most 100 levels deep and drawn at most 100,000 times
     a page, at most 32 MB of decompressed content a page (forms, tiling patterns and Type3
     glyphs counted each time they are drawn); a `422` names each problem
-    under `errors.file`, and nothing changes. An accepted PDF replaces any earlier one,
-    bumps the draft's version and is preflighted:
+    under `errors.file`, and nothing changes. An accepted PDF replaces any earlier one
+    (and is deleted: of PDFs sent to one draft at once, the last one recorded is the
+    draft's and the others are gone), bumps the draft's version and is preflighted:
     the answer is the draft with its `preflightStatus` and `validationResults`. At most
     `PPS_MAX_UPLOAD_BYTES` (64 MiB by default), else `413`; another content type than
     multipart or JSON is `415`. A PDF that would take the client's uploaded files past

@@ -1,8 +1,8 @@
 """A customer's own print PDF in a draft (intents ``upload`` and ``upload-and-editor``). No Flask.
 
 The uploaded PDF (checked by :mod:`pps.preflight.pdf`) is kept in storage beside the
-draft's rendered files, under ``drafts/<client>/<draftHash>/upload/<digest>.pdf``: it goes
-with the draft and is not an outdated version for ``pps files sweep``. Rendering uses it
+draft's rendered files, under ``drafts/<client>/<draftHash>/upload/<digest>-<random>.pdf``:
+it goes with the draft and is not an outdated version for ``pps files sweep``. Rendering uses it
 as the artwork of every page, through the renderer's own PDF background (aligned by the
 TrimBox, which the upload check guarantees), so previews and images come from pdfium like
 any other page:
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import secrets
 
 from pps.files.keys import draft_files_prefix
 from pps.platform.models import UPLOAD_INTENTS, Draft
@@ -41,8 +42,12 @@ UPLOAD_ASSET = "../upload.pdf"
 
 
 def upload_key(client: str, draft_hash: str, data: bytes) -> str:
+    """A key no other upload has, even of the same bytes: the file is deleted by whichever
+    upload replaces it (:func:`pps.drafts.pdf_upload.store_pdf`), and must not be one that
+    another upload of the same PDF has just written and is about to record."""
     digest = hashlib.sha256(data).hexdigest()[:24]
-    return f"{draft_files_prefix(client, draft_hash)}/{UPLOAD_FOLDER}/{digest}.pdf"
+    unique = secrets.token_hex(8)
+    return f"{draft_files_prefix(client, draft_hash)}/{UPLOAD_FOLDER}/{digest}-{unique}.pdf"
 
 
 def uses_upload(draft: Draft) -> bool:
