@@ -42,10 +42,12 @@ class Received:
 
 @dataclass
 class Receiver:
-    """A real HTTP server on 127.0.0.1 that records every request and answers ``status``."""
+    """A real HTTP server on 127.0.0.1 that records every request and answers ``status``;
+    on ``port`` when given (a receiver that was down comes up where it was expected)."""
 
     status: int = 204
     headers: dict[str, str] = field(default_factory=dict)
+    port: int = 0
     requests: list[Received] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -71,7 +73,7 @@ class Receiver:
                 pass
 
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -93,8 +95,10 @@ class Receiver:
 
 
 @contextmanager
-def receiver(status: int = 204, headers: dict[str, str] | None = None) -> Iterator[Receiver]:
-    server = Receiver(status=status, headers=headers or {})
+def receiver(
+    status: int = 204, headers: dict[str, str] | None = None, port: int = 0
+) -> Iterator[Receiver]:
+    server = Receiver(status=status, headers=headers or {}, port=port)
     try:
         yield server
     finally:
