@@ -149,12 +149,25 @@ def on_starting(server: Any) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    """Move the loaded app out of the garbage collector's sight (``gc.freeze``).
+    """Move the loaded app out of the garbage collector's sight (``gc.freeze``), then let
+    pps resume sending its outbox (:func:`pps.app.resume_outbox`).
 
     A worker holds about 200,000 long-lived objects once the app is built (Flask,
     SQLAlchemy, reportlab, the templates). Every full collection walked all of them: a pause
     of about 110 ms, every few ten thousand requests, for every thread of the worker.
     Frozen, a full collection takes under a millisecond; objects made by requests are
     collected as before. ``bench/wsgi_auth.py`` with and without ``--no-gc-freeze`` shows it.
+
+    The outbox: rows queued before a restart (webhook deliveries, notifications, downloads
+    of a shop's PDF, retries among them) are sent by the first dispatcher that runs, and an
+    app process otherwise starts one only with its own next event. Here, once per worker
+    after the fork and before any request, each worker starts one when rows are pending;
+    the outbox's leases keep the workers from sending the same attempt twice. Not in the
+    master (threads do not survive a fork) and not for another app run under this file.
     """
     gc.freeze()
+    if getattr(worker.app, "app_uri", None) != wsgi_app:
+        return
+    from pps.app import resume_outbox
+
+    resume_outbox(worker.wsgi)

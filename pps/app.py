@@ -97,6 +97,22 @@ def start_outbox(services: Services) -> Dispatch:
     return start_dispatcher(services, {FETCH_JOB: UrlUploadJob(services)})
 
 
+def resume_outbox(app: Flask) -> bool:
+    """Start the outbox dispatcher of a process that serves ``app`` when rows are pending
+    (:meth:`pps.platform.services.Services.resume_outbox`); True when one runs. Call it once
+    in each serving process after it is forked: ``deploy/gunicorn.conf.py`` does in
+    ``post_worker_init``.
+
+    Why there, and not in :func:`create_app` or on a worker's first request: every CLI
+    command (``pps db upgrade``, ``pps client ...``, ``flask ...``) and every test builds
+    an app too, and must not start threads that send; and a restarted worker that gets no
+    request (a quiet night after a deploy) must still send what it owes, retries included,
+    at no cost to any request.
+    """
+    services: Services = app.extensions["pps"]
+    return services.resume_outbox()
+
+
 def register_blueprints(app: Flask) -> None:
     from pps.web.page_docs import document_pages
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 
 from pps.platform.ephemeral import EphemeralStore, open_ephemeral
 from pps.platform.models import Client
+from pps.platform.outages import outage_message
 from pps.platform.queue import Dispatch, JobQueue, open_job_queue
 from pps.platform.repository import Repository
 from pps.platform.repository.integrations import SqlIntegrationStore
@@ -20,6 +22,8 @@ from pps.platform.repository.uploads import SqlUploadStore
 from pps.platform.repository.variable_data import SqlVariableDataStore
 from pps.platform.settings import Settings, prepare_folders
 from pps.platform.storage import FileStorage, open_storage
+
+log = logging.getLogger("pps.webhooks")
 
 
 class ClientCache:
@@ -93,8 +97,9 @@ class Services:
     job_runner: JobRunner
     #: Webhooks, their outbox and per-client outbound settings.
     integrations: SqlIntegrationStore
-    #: Starts this process's webhook dispatcher on first use; None where deliveries are
-    #: only queued (an RQ work horse: ``pps worker`` delivers from its main process).
+    #: Starts this process's webhook dispatcher on first use (or :meth:`resume_outbox`);
+    #: None where deliveries are only queued (an RQ work horse: ``pps worker`` delivers
+    #: from its main process).
     dispatcher_factory: DispatcherFactory | None = None
     clients: ClientCache = field(init=False)
     jobs: JobQueue = field(init=False)
@@ -121,6 +126,35 @@ class Services:
                 self._dispatcher = self.dispatcher_factory(self)
                 self._dispatcher_pid = os.getpid()
             return self._dispatcher
+
+    def resume_outbox(self) -> bool:
+        """Start this process's dispatcher when the outbox holds rows, due now or later;
+        True when one runs. A served process calls it once when it starts (see
+        :func:`pps.app.resume_outbox`): messages and jobs queued before a restart, retries
+        among them, are then sent without waiting for this process's next event.
+
+        An empty outbox starts nothing (the first event does, as before), so a worker with
+        nothing to send polls nothing. When the database cannot be asked, the dispatcher is
+        started all the same: it waits out the outage, and guessing "nothing pending" could
+        leave messages behind until the next event. Any other error is logged and starts
+        nothing: it must not keep the process from serving, and the first event still
+        starts the dispatcher. The outbox's leases keep the dispatchers of several
+        processes from sending the same attempt.
+        """
+        if self.dispatcher_factory is None:
+            return False
+        try:
+            pending = self.integrations.next_due() is not None
+        except Exception as exc:
+            outage = outage_message(exc)
+            if outage is None:
+                log.exception("could not look for pending outbox rows at start")
+                return False
+            log.warning("outbox not readable at start, its dispatcher waits for it: %s", outage)
+            pending = True
+        if pending:
+            self.dispatcher()
+        return pending
 
     def _run_processing(self, client: str, processing_id: str) -> object:
         """The in-process worker's runner (without Redis); see :mod:`pps.platform.queue`."""

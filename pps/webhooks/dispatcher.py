@@ -19,9 +19,11 @@ A client's slow receiver thus costs others nothing as long as fewer than
 slots either way.
 
 Where it runs: every app process starts one with its first event (threads, started again
-after a fork), and ``pps worker`` runs one in its main process, which delivers the events
-and notifications of batch jobs rendered in its work horses (``--burst`` lets it send what
-is due before exiting).
+after a fork), or as it starts serving when the outbox holds rows then
+(:func:`pps.app.resume_outbox`, called by each gunicorn worker), so what was queued before
+a restart is sent without waiting for a new event; ``pps worker`` runs one in its main
+process, which delivers the events and notifications of batch jobs rendered in its work
+horses (``--burst`` lets it send what is due before exiting). CLI commands start none.
 
 What it sends: webhook deliveries, and notifications to a URL the shop gave with a call
 (``stateChangedNotifyUrl``, ``closeCallbackURL``, ``notifyCallbackURL``; see
