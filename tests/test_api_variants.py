@@ -291,3 +291,35 @@ def test_the_variant_survives_a_replicate(api: Any, card: Template, user: User) 
     copy = api.post(f"/api-ext/draft/{draft['draftHash']}/replicate", json={}).get_json()["data"]
     assert copy["variant"] == {"id": 2, "identifier": "forest", "version": 1}
     assert re.fullmatch(r"[a-z0-9]{32}", copy["draftHash"])
+
+
+def test_a_version_alone_keeps_the_drafts_variant_when_it_has_it(
+    api: Any, card: Template, user: User
+) -> None:
+    """Both variants of the card have version 1: a version alone (as the Magento module's
+    ``updateColorVariant`` sends it, a string) keeps the draft's own variant, and gives a
+    draft without one the first offered variant of that version."""
+    forest = new_draft(
+        api, user_identifier=user.identifier, templateIdentifier=card.identifier, variant=2
+    ).get_json()["data"]
+    kept = api.put(f"/api-ext/draft/{forest['draftHash']}", json={"version": "1"})
+    assert kept.status_code == 200, kept.get_json()
+    assert kept.get_json()["data"]["variant"] == {"id": 2, "identifier": "forest", "version": 1}
+
+    plain = new_draft(
+        api, user_identifier=user.identifier, templateIdentifier=card.identifier
+    ).get_json()["data"]
+    chosen = api.put(f"/api-ext/draft/{plain['draftHash']}", json={"version": 1})
+    assert chosen.status_code == 200, chosen.get_json()
+    assert chosen.get_json()["data"]["variant"] == {"id": 1, "identifier": "ocean", "version": 1}
+
+
+def test_available_variant_versions_narrow_the_offer(api: Any, card: Template, user: User) -> None:
+    """Like ``availableVariants``: with no ``variant``, the first offered is chosen."""
+    draft = new_draft(
+        api,
+        user_identifier=user.identifier,
+        templateIdentifier=card.identifier,
+        availableVariantVersions=["1"],
+    ).get_json()["data"]
+    assert draft["variant"] == {"id": 1, "identifier": "ocean", "version": 1}

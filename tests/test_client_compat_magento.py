@@ -7,19 +7,24 @@ editor URL and its callbacks, file links of the admin, the review login),
 ``Gateway/User/Draft.php`` (its Guzzle client sends ``Content-Type: application/json`` on
 every request, bodies or not), ``Gateway/Admin/Product.php`` (the template sync),
 ``Controller/Adminhtml/Product/Sync.php`` and ``Observer/Config/Save.php`` (the client's
-name), ``Helper/Media.php`` (gallery images: page info, then one image a page).
+name), ``Helper/Media.php`` (gallery images: page info, then one image a page),
+``Helper/ConfigurableProduct.php`` with ``draftProcess`` and ``updateColorVariant`` (colour
+variants: a variant version per product, as a string).
 Its HTTP client is Guzzle with ``Accept: application/json`` and ``Authorization: Bearer``;
 ``['json' => ...]`` bodies are JSON, ``[]`` sends no body at all.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import pytest
+from api_support import snapshot
 from client_compat_support import lcobucci_token, now_and_in, php_base64, renderable_template
 from conftest import ApiClient, complete_login
 from flask import Flask
@@ -30,17 +35,32 @@ from test_editor import links
 
 from pps.platform.models import Client, Template
 from pps.platform.repository.sql import SqlRepository
+from pps.templates.files import import_template, load_template_file
 
 BASE = "http://localhost"  # the module's "printformer URL" setting: pps's base URL
 SHOP = "https://shop-a.example"
 ORDER_ID_KEY = "pf-ca-orderid"  # etc/config.xml draft_update_order_id
 #: Files are fetched for drafts the customer filled in the editor; values stand for that.
 EDITED = {"headline": "Summer sale", "phone": "+49 30 1234"}
+CARD = Path(__file__).resolve().parent.parent / "examples" / "templates" / "business-card"
 
 
 @pytest.fixture
 def template(repo: SqlRepository, tenant: Client) -> Template:
     return renderable_template(repo, tenant)
+
+
+@pytest.fixture
+def colours(app: Flask, repo: SqlRepository, tenant: Client) -> Template:
+    """The business card example, its two colour variants each with a version of its own, as
+    the module's products name them (``printformer_color_variation``): ocean 1, forest 2."""
+    loaded = load_template_file(CARD / "template.json")
+    variants = [
+        {**variant, "version": number}
+        for number, variant in enumerate(loaded.spec["variants"], start=1)
+    ]
+    loaded = dataclasses.replace(loaded, spec={**loaded.spec, "variants": variants})
+    return import_template(repo, app.extensions["pps"].storage, tenant.identifier, loaded)
 
 
 def create_user(api: ApiClient, **options: Any) -> str:
@@ -175,6 +195,126 @@ def test_show_draft_has_the_variant_version(api: ApiClient, template: Template) 
     assert response.status_code == 200
     data = response.get_json()["data"]
     assert data["draftHash"] == draft["draftHash"] and "version" in data["variant"]
+
+
+def get_draft(api: ApiClient, draft_hash: str) -> dict[str, Any]:
+    """``getPrintformerDraft``: GET, caches ``data`` under ``data.draftHash``."""
+    response = api.get(f"/api-ext/draft/{draft_hash}")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    data: dict[str, Any] = response.get_json()["data"]
+    assert data["draftHash"] == draft_hash
+    return data
+
+
+def update_color_variant(api: ApiClient, draft_hash: str, color_variant: str) -> Any:
+    """``updateColorVariant``: reads ``data.variant.version``, compares it loosely (``!=``)
+    with the product's colour (a string) and PUTs ``{"version": <that string>}`` when they
+    differ; ``updatePrintformerDraft`` counts only a 200 as done."""
+    if str(get_draft(api, draft_hash)["variant"]["version"]) == color_variant:
+        return None
+    return api.put(f"/api-ext/draft/{draft_hash}", json={"version": color_variant})
+
+
+def assert_variant(data: dict[str, Any], id_: int, identifier: str, version: int) -> None:
+    """The draft's ``variant`` as the module reads it and the PHP SDK types it (ints)."""
+    assert data["variant"] == {"id": id_, "identifier": identifier, "version": version}
+    assert type(data["variant"]["id"]) is int and type(data["variant"]["version"]) is int
+
+
+def test_draft_of_a_configurable_product_offers_its_colours(
+    api: ApiClient, repo: SqlRepository, tenant: Client, colours: Template
+) -> None:
+    """``draftProcess``: ``availableVariantVersions`` are the ``printformer_color_variation``
+    values of the product's children, strings; they are the colours the editor offers."""
+    draft = create_draft(
+        api, create_user(api), colours, intent="customize", availableVariantVersions=["2"]
+    )
+    assert_variant(draft, 2, "forest", 2)
+    assert_variant(get_draft(api, draft["draftHash"]), 2, "forest", 2)
+    stored = repo.get_draft(tenant.identifier, draft["draftHash"])
+    assert stored is not None and stored.available_variants == ("forest",)
+
+    both = create_draft(
+        api, create_user(api), colours, intent="customize", availableVariantVersions=["1", "2"]
+    )
+    assert_variant(both, 1, "ocean", 1)
+
+
+def test_update_color_variant_switches_by_version(
+    api: ApiClient, repo: SqlRepository, tenant: Client, colours: Template
+) -> None:
+    """``updateColorVariant`` sends the version alone, as a string: the draft takes the
+    variant of that version, and its files are drawn in it."""
+    draft = create_draft(
+        api, create_user(api), colours, intent="customize", availableVariantVersions=["1", "2"]
+    )
+    response = update_color_variant(api, draft["draftHash"], "2")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert_variant(response.get_json()["data"], 2, "forest", 2)
+    assert_variant(get_draft(api, draft["draftHash"]), 2, "forest", 2)
+    stored = repo.get_draft(tenant.identifier, draft["draftHash"])
+    assert stored is not None and stored.variant is not None
+    assert stored.variant.identifier == "forest"
+    assert update_color_variant(api, draft["draftHash"], "2") is None  # nothing to change
+    back = update_color_variant(api, draft["draftHash"], "1")
+    assert back.status_code == 200
+    assert_variant(back.get_json()["data"], 1, "ocean", 1)
+
+
+def test_update_color_variant_of_a_draft_without_one(api: ApiClient, colours: Template) -> None:
+    """A simple product's draft has no variant (``version`` null, ``null != "2"``): the
+    module's PUT gives it the variant of that version."""
+    draft = create_draft(api, create_user(api), colours, intent="customize")
+    assert draft["variant"] == {"id": None, "identifier": "", "version": None}
+    response = update_color_variant(api, draft["draftHash"], "2")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert_variant(response.get_json()["data"], 2, "forest", 2)
+
+
+@pytest.mark.parametrize(
+    ("version", "named"),
+    [
+        ("3", "3"),  # no variant has it
+        (3, "3"),
+        ("1", "1"),  # ocean's, but the draft offers forest only
+        ("forest", "version"),
+        ("", "version"),
+        (" 2", "version"),
+        ("2.0", "version"),
+        (2.0, "version"),
+        (True, "version"),
+        (["2"], "version"),
+        ({"version": "2"}, "version"),
+        ("9" * 5000, "version"),
+    ],
+)
+def test_bad_color_variant_is_a_422_naming_version(
+    api: ApiClient, repo: SqlRepository, colours: Template, version: Any, named: str
+) -> None:
+    draft = create_draft(
+        api, create_user(api), colours, intent="customize", availableVariantVersions=["2"]
+    )
+    before = snapshot(repo)
+    response = api.put(f"/api-ext/draft/{draft['draftHash']}", json={"version": version})
+    assert response.status_code == 422, response.get_data(as_text=True)
+    body = response.get_json()
+    assert body["success"] is False and isinstance(body["message"], str)
+    assert list(body["errors"]) == ["version"]
+    assert named in " ".join(body["errors"]["version"])
+    assert snapshot(repo) == before
+    assert_variant(get_draft(api, draft["draftHash"]), 2, "forest", 2)
+
+
+def test_unknown_product_colour_on_create_is_a_422(
+    api: ApiClient, repo: SqlRepository, colours: Template
+) -> None:
+    user_id = create_user(api)
+    before = snapshot(repo)
+    body = {"user_identifier": user_id, "templateIdentifier": colours.identifier}
+    response = api.post("/api-ext/draft", json={**body, "availableVariantVersions": ["2", "7"]})
+    assert response.status_code == 422
+    assert "7" in response.get_json()["errors"]["availableVariantVersions"][0]
+    assert snapshot(repo) == before
 
 
 def test_replicate_with_get(api: ApiClient, template: Template) -> None:

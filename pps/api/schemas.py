@@ -21,7 +21,7 @@ from pps.platform.models import (
     Template,
 )
 from pps.render.text import as_text
-from pps.render.variants import variant_summaries
+from pps.render.variants import MAX_VARIANT_ID, variant_summaries
 
 MAX_VALUES = 1000
 MAX_VALUE_LENGTH = 10_000
@@ -146,12 +146,36 @@ class VariantRef(fields.Field[Any]):
 
 
 _VARIANT_DOC = {"oneOf": [{"type": "integer"}, {"type": "string"}]}
-_VERSION = fields.Integer(
-    allow_none=True,
-    strict=True,
-    validate=validate.Range(min=1),
-    metadata={"description": "The variant's version (pps keeps one version per variant)."},
-)
+
+
+class VariantVersion(fields.Field[int]):
+    """A variant version: an int (the PHP SDK) or its digits as a string (the Magento module
+    sends its product's ``printformer_color_variation`` value as it is, e.g. ``"2"``).
+
+    Nothing else is read as a number: no bool, float, sign, blank or other text."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+            value = int(value)  # at most 10 digits: int() is never asked for a huge number
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError(
+                "Must be a variant version: an integer, or its digits as a string."
+            )
+        if not 0 < value <= MAX_VARIANT_ID:
+            raise ValidationError(f"Must be between 1 and {MAX_VARIANT_ID}.")
+        return value
+
+
+_VERSION_DOC = {
+    "oneOf": [
+        {"type": "integer", "minimum": 1, "maximum": MAX_VARIANT_ID},
+        {"type": "string", "pattern": "^[0-9]{1,10}$"},
+    ],
+    "description": "A variant's version (pps keeps one version per variant), an integer or "
+    "its digits as a string. Sent without `variant`, it chooses the offered variant of this "
+    "version (the draft's own one when that has it).",
+}
+_VERSION = VariantVersion(allow_none=True, metadata=_VERSION_DOC)
 
 
 class VariantOptions(Input):
@@ -168,7 +192,14 @@ class VariantOptions(Input):
         VariantRef(metadata=_VARIANT_DOC), allow_none=True, validate=validate.Length(max=100)
     )
     availableVariantVersions = fields.List(
-        VariantRef(metadata=_VARIANT_DOC), allow_none=True, validate=validate.Length(max=100)
+        VariantRef(metadata=_VARIANT_DOC),
+        allow_none=True,
+        validate=validate.Length(max=100),
+        metadata={
+            "description": "Offer only the variants of these versions (each must be one of "
+            "an offered variant; ints or digit strings). Without `variant`, the first of them "
+            "is chosen. Accepted and without effect on a template without variants."
+        },
     )
     theme = fields.String(allow_none=True, validate=validate.Length(min=1, max=64))
 

@@ -80,11 +80,13 @@ def create_draft(data: dict[str, Any]) -> dict[str, Any]:
 
     `userGroupIdentifier` puts the draft in a user group (default: its user's group).
     `variant` (a variant's `id` or `identifier`, see the template's `variants`) picks the
-    look it renders with, `version` must be that variant's version; `theme` offers only
-    that theme's variants and `availableVariants` narrows the offer (the editor and
-    `PUT` stay within it; with an offer and no `variant` the first offered is chosen);
-    each of `availableVariantVersions` must be a version of an offered variant. An
-    unknown variant, theme or version is a 422 naming it.
+    look it renders with, `version` must be that variant's version (sent alone, it picks
+    the first offered variant of that version); `theme` offers only that theme's variants,
+    `availableVariants` narrows the offer and `availableVariantVersions` narrows it to the
+    variants of those versions (the Magento module's colours of a product; ints or digit
+    strings); the editor and `PUT` stay within the offer, and with an offer and no
+    `variant` the first offered is chosen. An unknown variant, theme or version is a 422
+    naming it.
 
     Every option of the PHP SDK's `DraftBuilder` is accepted: `locked`, `disablePreflight`
     and `remoteAcl` are stored; an option pps does not support (`feedIdentifier`,
@@ -199,8 +201,11 @@ def update_draft(data: dict[str, Any], draft_hash: str) -> dict[str, Any]:
     draft can be updated: the lock keeps the customer's editor read-only, not the shop
     (send `locked: false` to lift it). Options as on create. `variant` (an `id` or
     `identifier`, within the variants offered to the draft) and `version` change its look:
-    its files are rendered anew. `userGroupIdentifier` moves it to another group of the
-    client, `""` takes it out of its group. The draft is preflighted afterwards (unless
+    its files are rendered anew. `version` alone (an int or its digits as a string, as the
+    Magento module switches colours) picks the offered variant of that version, the
+    draft's own when it has it; a version no offered variant has is a 422 naming
+    `version`. `userGroupIdentifier` moves it to another group of the client, `""` takes
+    it out of its group. The draft is preflighted afterwards (unless
     `disablePreflight`): see `preflightStatus`.
     """
     svc = services()

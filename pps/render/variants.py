@@ -37,6 +37,7 @@ from pps.render.problems import Code
 from pps.render.reader import Reader, kind_of, shown
 
 __all__ = [
+    "MAX_VARIANT_ID",
     "parse_swatches",
     "parse_themes",
     "parse_variants",

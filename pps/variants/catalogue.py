@@ -68,6 +68,39 @@ def _find(spec: TemplateSpec, ref: VariantRef) -> Variant | None:
     return None
 
 
+def _by_version(
+    spec: TemplateSpec,
+    pool: Sequence[Variant],
+    version: int,
+    current: str | None,
+    errors: dict[str, list[str]],
+) -> Variant | None:
+    """The offered variant of ``version``: ``current`` if it has it, else the first one
+    offered (pps does not require versions to differ between variants); None with an
+    error naming ``version`` when no offered variant has it."""
+    matching = [item for item in pool if item.version == version]
+    for item in matching:
+        if item.identifier == current:
+            return item
+    if matching:
+        return matching[0]
+    if any(item.version == version for item in spec.variants):
+        errors["version"] = [
+            f"No variant offered to this draft has version {version}; offered: "
+            f"{_described_versions(pool)}."
+        ]
+    else:
+        errors["version"] = [
+            f"The template has no variant of version {version}; its variants: "
+            f"{_described_versions(spec.variants)}."
+        ]
+    return None
+
+
+def _described_versions(variants: Sequence[Variant]) -> str:
+    return ", ".join(f"{item.identifier} (version {item.version})" for item in variants) or "none"
+
+
 def _draft_variant(variant: Variant) -> DraftVariant:
     return DraftVariant(id=variant.id, identifier=variant.identifier, version=variant.version)
 
@@ -81,16 +114,21 @@ def choose(
     available_versions: Sequence[VariantRef] | None = None,
     theme: str | None = None,
     offered: Sequence[str] | None = None,
+    current: str | None = None,
 ) -> Choice:
     """Resolve the variant options of a new draft (or of a ``PUT`` with ``offered``, the
     draft's stored offer); raise :class:`ValidationFailed` naming each bad field.
 
     Rules: ``theme`` offers that theme's variants; ``availableVariants`` narrows the offer
-    further; ``variant`` must be offered; when the offer is narrowed and no variant is
+    further, and ``availableVariantVersions`` to the variants of those versions (the
+    Magento module's colours of a product; each must be the version of a variant offered
+    so far); ``variant`` must be offered; when the offer is narrowed and no variant is
     given, the first one offered is chosen, else the draft keeps the template's own look.
-    A variant has one version in pps (its ``version`` in the template): ``version`` and
-    each of ``availableVariantVersions`` must be a version of an offered variant (of a
-    template with variants; without any they change nothing and are accepted).
+    A variant has one version in pps (its ``version`` in the template): with ``variant``,
+    ``version`` must be its version; without it, ``version`` chooses the offered variant
+    of that version (``current``, the draft's variant, when it has it, else the first
+    one), as the Magento module's ``updateColorVariant`` switches colours. A template
+    without variants takes ``availableVariantVersions`` and changes nothing.
     """
     errors: dict[str, list[str]] = {}
     known = _described(spec.variants)
@@ -119,6 +157,17 @@ def choose(
                 wanted.append(found)
         pool = wanted
         narrowed = True
+    if available_versions and spec.variants:
+        wanted_versions = {str(ref) for ref in available_versions}
+        versions = {str(item.version) for item in pool}
+        for ref in available_versions:
+            if str(ref) not in versions:
+                errors.setdefault("availableVariantVersions", []).append(
+                    f"No offered variant has version {ref!r}; their versions: "
+                    f"{', '.join(sorted(versions, key=int)) or 'none'}."
+                )
+        pool = [item for item in pool if str(item.version) in wanted_versions]
+        narrowed = True
     chosen: Variant | None = None
     if variant is not None:
         chosen = _find(spec, variant)
@@ -129,25 +178,15 @@ def choose(
             errors["variant"] = [
                 f"Variant {variant!r} is not offered to this draft; offered: {offer}."
             ]
-    elif narrowed and pool and offered is None:
-        chosen = pool[0]
-    if version is not None:
-        if chosen is None and "variant" not in errors:
-            errors["version"] = ["A variant version needs a variant (send `variant` too)."]
-        elif chosen is not None and version != chosen.version:
+        elif version is not None and version != chosen.version:
             errors["version"] = [
                 f"Variant {chosen.identifier!r} has no version {version!r}; "
                 f"its version is {chosen.version}."
             ]
-    versions = {item.version for item in pool}
-    # A template without variants has nothing to narrow: the versions the Magento module
-    # sends from its product settings (``createDraftHash``) change nothing there.
-    for ref in (available_versions or ()) if spec.variants else ():
-        if str(ref) not in {str(number) for number in versions}:
-            errors.setdefault("availableVariantVersions", []).append(
-                f"No offered variant has version {ref!r}; their versions: "
-                f"{', '.join(map(str, sorted(versions))) or 'none'}."
-            )
+    elif version is not None:
+        chosen = _by_version(spec, pool, version, current, errors)
+    elif narrowed and pool and offered is None:
+        chosen = pool[0]
     if errors:
         raise ValidationFailed(errors=errors)
     return Choice(

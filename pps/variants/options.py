@@ -92,11 +92,19 @@ def variant_change(
     template: Template | None, draft: Draft, variant: Any, version: int | None
 ) -> Choice | None:
     """The draft's new variant for ``PUT`` (within the variants offered to it), or None
-    when neither ``variant`` nor ``version`` was sent."""
+    when neither ``variant`` nor ``version`` was sent. ``version`` alone chooses by version
+    (see :func:`pps.variants.catalogue.choose`)."""
     if variant is None and version is None:
         return None
     if template is None:
-        raise ValidationFailed(errors={"variant": ["The draft's template no longer exists."]})
-    if variant is None and draft.variant is not None:
-        variant = draft.variant.identifier  # a version alone applies to the current variant
-    return _choose(template, variant=variant, version=version, offered=draft.available_variants)
+        field = "version" if variant is None else "variant"
+        raise ValidationFailed(errors={field: ["The draft's template no longer exists."]})
+    # A version alone picks the variant of that version (the Magento module switches
+    # colours so), keeping the draft's own variant when that has it.
+    return _choose(
+        template,
+        variant=variant,
+        version=version,
+        offered=draft.available_variants,
+        current=None if draft.variant is None else draft.variant.identifier,
+    )
