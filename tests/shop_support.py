@@ -28,12 +28,14 @@ class Seen:
 class Served:
     """What a GET of a path answers: ``body`` at once, or ``trickle`` bytes a second (the
     slow shop); ``length`` False sends no Content-Length (the body ends with the
-    connection); ``statuses`` the status of each GET in turn (the last repeats)."""
+    connection); ``statuses`` the status of each GET in turn (the last repeats); ``cut``
+    announces the whole body's length but sends only its first half, then hangs up."""
 
     body: bytes = b""
     statuses: list[int] = field(default_factory=lambda: [200])
     length: bool = True
     trickle: bool = False
+    cut: bool = False
 
 
 class Shop:
@@ -79,7 +81,9 @@ class Shop:
                 status = served.statuses[min(gets, len(served.statuses)) - 1]
                 self.send_response(status)
                 self.send_header("Content-Type", "application/pdf")
-                if served.length and not served.trickle:
+                if status != 200:  # no body: the file is not sent with another status
+                    self.send_header("Content-Length", "0")
+                elif served.length and not served.trickle:
                     self.send_header("Content-Length", str(len(served.body)))
                 self.end_headers()
                 if status != 200:
@@ -91,6 +95,10 @@ class Shop:
                                 return
                             self.wfile.write(bytes([byte]))
                             self.wfile.flush()
+                    elif served.cut:
+                        self.wfile.write(served.body[: len(served.body) // 2])
+                        self.wfile.flush()
+                        return
                     else:
                         self.wfile.write(served.body)
                     self.wfile.flush()

@@ -163,6 +163,24 @@ def test_a_shop_that_fails_for_a_while_is_tried_again(
     assert len(shop.requests("GET")) == 2
 
 
+def test_a_download_cut_short_is_tried_again_not_stored(
+    api: ApiClient, template: Template, shop: Shop
+) -> None:
+    """The shop hangs up after half the Content-Length it announced: a failed download,
+    tried again, never half a PDF taken for the whole one."""
+    draft = new_draft(api, template)
+    served = Served(print_pdf(2), cut=True)
+    before = api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"]
+    assert (
+        upload(api, draft["draftHash"], shop_urls(shop, draft["draftHash"], served)).status_code
+        == 204
+    )
+    body = callback(shop).json()
+    assert body["success"] is False and "IncompleteRead" in body["message"]
+    assert len(shop.requests("GET")) == FAST["notify_attempts"]
+    assert api.get(f"/api-ext/draft/{draft['draftHash']}").get_json()["data"] == before
+
+
 def test_a_slow_shop_is_cut_off_at_the_deadline(
     api: ApiClient, template: Template, shop: Shop
 ) -> None:
@@ -354,6 +372,13 @@ def test_reading_stops_past_the_limit(shop: Shop) -> None:
     declared = shop.serve("/declared.pdf", Served(b"%PDF" + b"0" * 20_000_000))
     with pytest.raises(ResponseTooLarge):
         get(declared, {}, deadline=10.0, max_bytes=LIMIT, allow_private=True)
+
+
+def test_a_body_shorter_than_its_content_length_is_a_failed_request(shop: Shop) -> None:
+    url = shop.serve("/cut.pdf", Served(b"%PDF" + b"0" * 10_000, cut=True))
+    with pytest.raises(RequestFailed, match="IncompleteRead") as failed:
+        get(url, {}, deadline=5.0, max_bytes=LIMIT, allow_private=True)
+    assert not failed.value.timed_out
 
 
 def test_a_redirect_is_answered_not_followed(shop: Shop) -> None:

@@ -420,7 +420,8 @@ _CHUNK = 1024 * 1024
 
 def _read_body(response: http.client.HTTPResponse, limit: int) -> bytes:
     """The body, or :class:`ResponseTooLarge` as soon as it is known to pass ``limit``:
-    never more than ``limit`` plus one chunk is held."""
+    never more than ``limit`` plus one chunk is held. A body cut short of its
+    ``Content-Length`` is :class:`http.client.IncompleteRead` (a failed request)."""
     declared = response.getheader("Content-Length")
     if declared is not None and declared.strip().isdigit() and int(declared) > limit:
         raise ResponseTooLarge(limit)
@@ -429,6 +430,11 @@ def _read_body(response: http.client.HTTPResponse, limit: int) -> bytes:
     while True:
         part = response.read(min(_CHUNK, limit + 1 - size))
         if not part:
+            if response.length:
+                # The connection ended before the Content-Length announced: a read with a
+                # size returns what came without saying so, and a cut PDF must not pass
+                # for the whole one.
+                raise http.client.IncompleteRead(b"".join(parts), response.length)
             return b"".join(parts)
         parts.append(part)
         size += len(part)
