@@ -10,7 +10,8 @@ check that nothing is sent at all. The outbox, the dispatcher and the download a
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -23,14 +24,17 @@ from preflight_support import print_pdf
 from shop_support import Served, Shop, running_shop, wait_until
 
 from app import create_app
-from pps.drafts.url_upload import FETCH_JOB, queue_url_upload
+from pps.drafts.url_upload import CALLBACK_NOTIFICATION, FETCH_JOB, UrlUploadJob, queue_url_upload
 from pps.platform.models import Client, Template
+from pps.platform.repository.integrations import LeaseLost
 from pps.platform.repository.sql import SqlRepository
 from pps.platform.repository.tables import webhook_deliveries
 from pps.platform.services import build_services
 from pps.platform.settings import load_settings
 from pps.platform.ssrf import RequestFailed, ResponseTooLarge, get, post
 from pps.processing.job import run_in_process
+from pps.webhooks.delivery import Outcome
+from pps.webhooks.dispatcher import Dispatcher
 
 #: Small enough for a test file to pass it; the real PDFs are about 22 kB.
 LIMIT = 200_000
@@ -356,6 +360,176 @@ def test_a_queued_download_is_done_by_the_next_process(
         assert stored is not None and stored.upload_key is not None
     finally:
         second.extensions["pps"].close()
+
+
+# -- one job, one result ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def quiet(app_config: dict[str, Any]) -> Iterator[Any]:
+    """Services without a dispatcher: the test claims and runs the job itself."""
+    services = build_services(load_settings({}, {**app_config, **FAST}), run_in_process)
+    yield services
+    services.close()
+
+
+def queued_job(services: Any, shop: Shop) -> tuple[str, str]:
+    """A client's upload draft with a download queued for it; (client, draft hash)."""
+    tenant = services.repository.create_client("Shop A")
+    template = renderable_template(services.repository, tenant)
+    user = services.repository.create_user(tenant.identifier, {})
+    draft = services.repository.create_draft(
+        tenant.identifier,
+        user_identifier=user.identifier,
+        template_identifier=template.identifier,
+        intent="upload",
+        api_default_values={},
+        custom_attributes={},
+    )
+    urls = shop_urls(shop, draft.draft_hash, Served(print_pdf(2)))
+    queue_url_upload(
+        services, tenant.identifier, draft.draft_hash, urls["fileURL"], urls["callbackURL"]
+    )
+    return tenant.identifier, draft.draft_hash
+
+
+def forget_outbox(services: Any, client: str) -> None:
+    """Delete what a test left in the client's outbox: the PostgreSQL database is the
+    run's, and tests that follow count every row."""
+    with services.repository.engine.begin() as conn:
+        conn.execute(
+            webhook_deliveries.delete().where(webhook_deliveries.c.client_identifier == client)
+        )
+
+
+@pytest.fixture
+def queued(quiet: Any, shop: Shop) -> Iterator[Callable[[], tuple[str, str]]]:
+    """Queues a job as :func:`queued_job` does; the client's outbox is emptied afterwards."""
+    made: list[str] = []
+
+    def queue() -> tuple[str, str]:
+        client, draft_hash = queued_job(quiet, shop)
+        made.append(client)
+        return client, draft_hash
+
+    yield queue
+    for client in made:
+        forget_outbox(quiet, client)
+
+
+def events(services: Any, client: str) -> list[str]:
+    """The events of the client's outbox rows (the PostgreSQL database is the run's)."""
+    mine = webhook_deliveries.c.client_identifier == client
+    with services.repository.engine.connect() as conn:
+        return list(conn.execute(sa.select(webhook_deliveries.c.event).where(mine)).scalars())
+
+
+def claim(services: Any, client: str, **leases: float) -> Any:
+    """The client's one due row, claimed as a dispatcher claims it (``leases`` by event)."""
+    others = webhook_deliveries.c.client_identifier != client
+    with services.repository.engine.connect() as conn:
+        busy = set(
+            conn.execute(sa.select(webhook_deliveries.c.client_identifier).where(others))
+            .scalars()
+            .all()
+        )
+    events_leases = {FETCH_JOB: leases["job"]} if "job" in leases else None
+    (claimed,) = services.integrations.claim_due(
+        limit=1, lease=60.0, busy=busy, leases=events_leases
+    )
+    return claimed
+
+
+def test_an_attempt_that_outlived_its_lease_stores_nothing(
+    quiet: Any, shop: Shop, queued: Callable[[], tuple[str, str]]
+) -> None:
+    """A dispatcher's attempt outlives its lease and another dispatcher takes the row over:
+    the first one stops before storing, so the PDF is stored once and the shop called back
+    once, by the attempt that holds the row."""
+    client, draft_hash = queued()
+    late = claim(quiet, client, job=-1.0)
+    taken_over = claim(quiet, client)  # the lease had run out
+    assert taken_over.identifier == late.identifier
+    job = UrlUploadJob(quiet)
+    with pytest.raises(LeaseLost):
+        job.attempt(late)
+    stored = quiet.repository.get_draft(client, draft_hash)
+    assert stored.upload_key is None and events(quiet, client) == [FETCH_JOB]
+    assert job.attempt(taken_over).ok
+    version = quiet.repository.get_draft(client, draft_hash).version
+    with pytest.raises(LeaseLost):  # the same claim, again: held anew by its first run
+        job.attempt(taken_over)
+    assert quiet.repository.get_draft(client, draft_hash).version == version
+    assert sorted(events(quiet, client)) == sorted([FETCH_JOB, CALLBACK_NOTIFICATION])
+    assert shop.requests("POST") == []  # nothing sent here: no dispatcher runs
+
+
+def test_a_dispatcher_whose_attempt_was_taken_over_records_nothing(
+    app_config: dict[str, Any], shop: Shop
+) -> None:
+    """While a dispatcher downloads, its lease runs out and another claim takes the row: the
+    first stops before storing and leaves the row as the new claim holds it (no failed
+    attempt counted, no lease cleared for a third dispatcher to take)."""
+    settings = load_settings({}, {**app_config, **FAST, "upload_fetch_timeout": 30.0})
+    services = build_services(settings, run_in_process)
+    try:
+        client, draft_hash = queued_job(services, shop)
+        (path,) = shop.files
+        shop.files[path] = Served(b"%PDF-1.7 slow", trickle=True)  # 13 bytes, 2.6 s
+        dispatcher = Dispatcher(
+            services.integrations, settings, {FETCH_JOB: UrlUploadJob(services)}
+        )
+        try:
+            wait_until(lambda: shop.requests("GET"))
+            # What another dispatcher's claim writes once the lease has run out.
+            taken_over = datetime.now(UTC) + timedelta(seconds=60)
+            with services.repository.engine.begin() as conn:
+                conn.execute(
+                    webhook_deliveries.update()
+                    .where(webhook_deliveries.c.client_identifier == client)
+                    .values(lease_until=taken_over)
+                )
+            wait_until(lambda: path in shop.finished)
+            wait_until(lambda: not dispatcher.in_flight())
+        finally:
+            dispatcher.close(5.0)
+        with services.repository.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(webhook_deliveries).where(
+                    webhook_deliveries.c.client_identifier == client
+                )
+            ).one()
+        assert row.attempts == 0 and row.event == FETCH_JOB
+        lease = row.lease_until  # SQLite gives it back naive, in UTC
+        assert (lease if lease.tzinfo else lease.replace(tzinfo=UTC)) == taken_over
+        assert services.repository.get_draft(client, draft_hash).upload_key is None
+        assert shop.requests("POST") == []
+        forget_outbox(services, client)
+    finally:
+        services.close()
+
+
+def test_a_job_calls_back_once_however_often_it_ends(
+    quiet: Any, queued: Callable[[], tuple[str, str]]
+) -> None:
+    """Given up twice (its end written again after an outage) or after a success: one
+    callback, the first."""
+    client, draft_hash = queued()
+    claimed = claim(quiet, client)
+    job = UrlUploadJob(quiet)
+    failed = Outcome(False, False, "The PDF could not be downloaded.")
+    job.given_up(claimed, failed, False)
+    job.given_up(claimed, failed, False)
+    job.given_up(claimed, Outcome(True, False, "stored"), False)
+    assert events(quiet, client).count(CALLBACK_NOTIFICATION) == 1
+    with quiet.repository.engine.connect() as conn:
+        payload = conn.execute(
+            sa.select(webhook_deliveries.c.payload).where(
+                webhook_deliveries.c.event == CALLBACK_NOTIFICATION,
+                webhook_deliveries.c.client_identifier == client,
+            )
+        ).scalar_one()
+    assert payload == {"draftHash": draft_hash, "success": False, "message": failed.detail}
 
 
 # -- the download client (pps.platform.ssrf.get) -------------------------------------------

@@ -16,12 +16,15 @@ file through ``/api-ext/pdf-processing``) is to be called. So:
   address, no redirects, one deadline (``PPS_UPLOAD_FETCH_TIMEOUT``), and reading stops
   past ``PPS_MAX_UPLOAD_BYTES``;
 * the PDF is then judged and stored exactly as a multipart upload is
-  (:func:`pps.drafts.pdf_upload.store_pdf`): a refused one leaves the draft as it was;
+  (:func:`pps.drafts.pdf_upload.store_pdf`): a refused one leaves the draft as it was. An
+  attempt that outlived its lease, the row taken over by another dispatcher meanwhile,
+  stops before storing (:meth:`~pps.platform.repository.integrations.SqlIntegrationStore.hold`);
 * either way the ``callbackURL`` gets a notification (POST, JSON
   ``{draftHash, success, message}``, through the outbox: checked again, retried), sent
   unchanged so the module finds its parameters; the module's CSRF exemption for that path
   expects a POST. A failure is logged, and ``success: false`` with ``message`` says why;
   the draft keeps no upload, so the print file the module orders next fails with a message.
+  One callback per job, whatever ends it and however often (a ``once`` key of the outbox).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from pps.platform.ssrf import (
     get,
 )
 from pps.webhooks.delivery import Outcome, retryable
+from pps.webhooks.dispatcher import LEASE_MARGIN
 
 __all__ = [
     "CALLBACK_NOTIFICATION",
@@ -149,6 +153,9 @@ class UrlUploadJob:
         data, failure = self._download(delivery)
         if failure is not None:
             return failure
+        # Still this attempt's (LeaseLost if not): one that outlived its lease while the
+        # row was taken over must not store the PDF too. Held for the check that follows.
+        services.integrations.hold(delivery, CHECK_ALLOWANCE + LEASE_MARGIN)
         try:
             stored = store_pdf(services, client, draft, data)
         except PdfNotTaken as exc:
@@ -219,6 +226,13 @@ class UrlUploadJob:
         body: dict[str, Any] = {"draftHash": draft_hash, "success": success, "message": message}
         # Not :func:`pps.webhooks.notifications.notify`, which logs a failure to queue: an
         # outage here must fail the attempt, so that it is made again and the shop is told.
+        # Once per job, whatever ends it: an attempt that ends twice (its outcome written
+        # again after an outage, a second dispatcher after a lease ran out) calls back once.
         self._services.integrations.enqueue_notification(
-            delivery.client_identifier, CALLBACK_NOTIFICATION, url, body, _topic(draft_hash)
+            delivery.client_identifier,
+            CALLBACK_NOTIFICATION,
+            url,
+            body,
+            _topic(draft_hash),
+            once=f"{CALLBACK_NOTIFICATION}:{delivery.identifier}",
         )

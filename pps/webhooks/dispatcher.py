@@ -69,7 +69,7 @@ from typing import Protocol
 
 from pps.platform.name_lookup import Resolver
 from pps.platform.outages import outage_message
-from pps.platform.repository.integrations import Delivery, SqlIntegrationStore
+from pps.platform.repository.integrations import Delivery, LeaseLost, SqlIntegrationStore
 from pps.platform.settings import Settings
 from pps.webhooks.delivery import Outcome, send
 
@@ -100,7 +100,10 @@ class OutboxJob(Protocol):
         ...
 
     def attempt(self, delivery: Delivery) -> Outcome:
-        """Do the work once; ``retry`` in the outcome when another attempt may succeed."""
+        """Do the work once; ``retry`` in the outcome when another attempt may succeed.
+        :class:`~pps.platform.repository.integrations.LeaseLost` (from
+        :meth:`~pps.platform.repository.integrations.SqlIntegrationStore.hold`) when the
+        attempt outlived its lease and the row was taken over: nothing is recorded."""
         ...
 
     def given_up(self, delivery: Delivery, outcome: Outcome, superseded: bool) -> None:
@@ -235,6 +238,15 @@ class Dispatcher:
                 return
             try:
                 outcome = self._attempt(delivery)
+            except LeaseLost:
+                # The attempt outlived its lease and another dispatcher took the row over:
+                # that one's attempt counts; this one stopped and records nothing.
+                log.warning(
+                    "outbox job %s (%s) was taken over by another dispatcher; this attempt stopped",
+                    delivery.identifier,
+                    delivery.event,
+                )
+                return
             except Exception as exc:
                 if outage_message(exc) is not None:
                     raise

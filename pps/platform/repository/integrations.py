@@ -11,6 +11,7 @@ same attempt twice, and a dispatcher that dies frees its claims when their lease
 from __future__ import annotations
 
 import base64
+import dataclasses
 import secrets
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -36,6 +37,7 @@ __all__ = [
     "OPERATIONAL",
     "ClientSettings",
     "Delivery",
+    "LeaseLost",
     "SqlIntegrationStore",
     "Subscription",
     "Webhook",
@@ -101,10 +103,19 @@ class Delivery:
     attempts: int
     created_at: datetime
     topic: str | None = None
+    #: Until when this claim holds the row, as written by it: the claim's own token
+    #: (another dispatcher that takes the row over writes a value of its own).
+    lease_until: datetime | None = None
 
     @property
     def is_notification(self) -> bool:
         return self.webhook_identifier is None
+
+
+class LeaseLost(Exception):
+    """The delivery's claim no longer holds its row: the lease expired and another
+    dispatcher took the row over, or the row is gone. Whoever held it does nothing more
+    with it, and records nothing."""
 
 
 @dataclass(frozen=True)
@@ -487,12 +498,11 @@ class SqlIntegrationStore:
                 owner = row["client_identifier"]
                 if per_client is not None and counts[owner] >= per_client:
                     continue
+                until = now + timedelta(seconds=(leases or {}).get(row["event"], lease))
                 taken = conn.execute(
                     webhook_deliveries.update()
                     .where(webhook_deliveries.c.identifier == row["identifier"], free)
-                    .values(
-                        lease_until=now + timedelta(seconds=(leases or {}).get(row["event"], lease))
-                    )
+                    .values(lease_until=until)
                 ).rowcount
                 if taken:
                     counts[owner] += 1
@@ -507,9 +517,32 @@ class SqlIntegrationStore:
                             attempts=int(row["attempts"]),
                             created_at=_aware(row["created_at"]),
                             topic=row["topic"],
+                            lease_until=until,
                         )
                     )
         return claimed
+
+    def hold(self, delivery: Delivery, seconds: float) -> Delivery:
+        """Extend the claim of ``delivery`` to ``seconds`` from now, when it still holds the
+        row (no other dispatcher took it over since); the delivery with its new lease.
+        :class:`LeaseLost` otherwise. An outbox job calls it before work that must not be
+        done twice (storing a downloaded PDF): an attempt that outlived its lease stops
+        there, and the one that took the row over goes on alone."""
+        if delivery.lease_until is None:
+            raise LeaseLost(delivery.identifier)
+        until = utcnow() + timedelta(seconds=seconds)
+        with self.engine.begin() as conn:
+            held = conn.execute(
+                webhook_deliveries.update()
+                .where(
+                    webhook_deliveries.c.identifier == delivery.identifier,
+                    webhook_deliveries.c.lease_until == delivery.lease_until,
+                )
+                .values(lease_until=until)
+            ).rowcount
+        if not held:
+            raise LeaseLost(delivery.identifier)
+        return dataclasses.replace(delivery, lease_until=until)
 
     def next_due(self) -> datetime | None:
         """When the earliest pending delivery is due (None: nothing pending)."""
