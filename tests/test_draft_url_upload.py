@@ -435,7 +435,7 @@ def claim(services: Any, client: str, **leases: float) -> Any:
         )
     events_leases = {FETCH_JOB: leases["job"]} if "job" in leases else None
     (claimed,) = services.integrations.claim_due(
-        limit=1, lease=60.0, busy=busy, leases=events_leases
+        limit=1, lease=60.0, busy=busy, leases=events_leases, jobs=[FETCH_JOB]
     )
     return claimed
 
@@ -507,6 +507,25 @@ def test_a_dispatcher_whose_attempt_was_taken_over_records_nothing(
         forget_outbox(services, client)
     finally:
         services.close()
+
+
+def test_a_dispatcher_that_does_not_run_a_job_leaves_its_row(
+    quiet: Any, shop: Shop, queued: Callable[[], tuple[str, str]]
+) -> None:
+    """A dispatcher without the job (another version of pps during a rolling deploy, a
+    process that registers other jobs) must not POST the job's row to its ``fileURL`` as
+    if it were a notification: it sends its messages and leaves the job for one that runs
+    it."""
+    client, _ = queued()
+    quiet.integrations.enqueue_notification(client, "notify.test", f"{shop.base}/cb", {}, "t")
+    dispatcher = Dispatcher(quiet.integrations, quiet.settings)
+    try:
+        wait_until(lambda: shop.requests("POST"))
+        wait_until(lambda: not dispatcher.in_flight())
+    finally:
+        dispatcher.close(5.0)
+    assert [seen.path for seen in shop.requests()] == ["/cb"]
+    assert events(quiet, client) == [FETCH_JOB]
 
 
 def test_a_job_calls_back_once_however_often_it_ends(

@@ -213,6 +213,7 @@ class Dispatcher:
             in_flight=in_flight,
             per_client=self._per_client,
             leases={event: job.deadline + LEASE_MARGIN for event, job in self._jobs.items()},
+            jobs=list(self._jobs),
         )
         for delivery in claimed:
             with self._lock:

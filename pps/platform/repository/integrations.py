@@ -34,6 +34,7 @@ from pps.platform.repository.tables import (
 __all__ = [
     "BROKEN",
     "DEGRADED",
+    "JOB_PREFIX",
     "OPERATIONAL",
     "ClientSettings",
     "Delivery",
@@ -48,6 +49,8 @@ __all__ = [
 OPERATIONAL = 0
 DEGRADED = 1
 BROKEN = 2
+#: How the event of an outbox *job* (work, not a message to send) begins.
+JOB_PREFIX = "job."
 
 
 def utcnow() -> datetime:
@@ -441,11 +444,14 @@ class SqlIntegrationStore:
         in_flight: Mapping[str, int] | None = None,
         per_client: int | None = None,
         leases: Mapping[str, float] | None = None,
+        jobs: Collection[str] = (),
     ) -> list[Delivery]:
         """Up to ``limit`` due deliveries, leased for ``lease`` s, oldest due first; none of
         the clients in ``busy``, and no client beyond ``per_client`` counting ``in_flight``.
         ``leases`` gives the events whose attempt takes longer (a download) a lease of
         their own, so another dispatcher does not take over an attempt still running.
+        Jobs (events beginning with :data:`JOB_PREFIX`) are claimed only when named in
+        ``jobs``: a dispatcher that cannot run one must not send its row as a message.
 
         Leaving busy clients out in SQL is what keeps one client's backlog from filling the
         batch and starving everyone else.
@@ -482,6 +488,10 @@ class SqlIntegrationStore:
                 webhook_deliveries.c.next_attempt_at <= now,
                 free,
                 sa.or_(webhook_deliveries.c.topic.is_(None), ~behind),
+                sa.or_(
+                    ~webhook_deliveries.c.event.startswith(JOB_PREFIX, autoescape=True),
+                    webhook_deliveries.c.event.in_(list(jobs)),
+                ),
             )
             .order_by(webhook_deliveries.c.next_attempt_at, webhook_deliveries.c.created_at)
             .limit(limit * 4)
