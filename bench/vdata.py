@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/vdata.py [--rows 10000]
 
-Each run happens in a fresh child process, so peak RSS (``ru_maxrss``) belongs to that run
+Each run happens in a fresh child process, so peak RSS (``VmHWM``) belongs to that run
 alone: first reportlab writing N blank pages of the card's print size into one document
 (the baseline), then pps's ``render_records_pdf`` rendering N records, every row with its own
 name, e-mail and URL (so a new QR code per record), into one document. Prints pages/s and
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import resource
 import sys
 import tempfile
 import time
@@ -64,10 +63,14 @@ def records(count: int, out: Path) -> None:
         render_records_pdf(spec, rows(count), CARD, handle)  # type: ignore[arg-type]
 
 
-def _rss_now() -> float:
-    """This process's resident set now, in MB (Linux)."""
+def _rss_now(field: str = "VmRSS") -> float:
+    """This process's resident set now (``VmRSS``) or at its peak (``VmHWM``), in MB (Linux).
+
+    The peak is read here, not from ``ru_maxrss``: that also counts the parent's resident
+    memory, which Linux carries over into a child started by fork or vfork and exec.
+    """
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -84,7 +87,7 @@ def _child(name: str, count: int, out: str, queue: multiprocessing.Queue[object]
     started = time.perf_counter()
     (blank if name == "blank" else records)(count, Path(out))
     elapsed = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = _rss_now("VmHWM")
     queue.put((elapsed, peak, before))
 
 
