@@ -15,14 +15,14 @@ import sqlalchemy as sa
 
 from pps.platform.models import Client, Draft, Template, User
 from pps.platform.repository.sql import SqlRepository
-from pps.platform.repository.tables import clients, drafts, templates, users
+from pps.platform.repository.tables import clients, drafts, templates, uploads, users
 
 USER_ID = re.compile(r"^[A-Za-z0-9]{8}$")
 CLIENT_ID = USER_ID
 TEMPLATE_ID = USER_ID
 DRAFT_HASH = re.compile(r"^[a-z0-9]{32}$")
 
-TABLES = (clients, users, templates, drafts)
+TABLES = (clients, users, templates, drafts, uploads)
 
 #: Output fields the PHP SDK has typed properties for and fails on null (COMPAT.md).
 DRAFT_NEVER_NULL = (

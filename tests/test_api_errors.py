@@ -53,6 +53,7 @@ ENDPOINTS = [
     ("POST", "/api-ext/pdf-processing"),
     ("GET", "/api-ext/pdf-processing/{processing}"),
     ("POST", "/api-ext/file"),
+    ("DELETE", "/api-ext/file/{file}"),
     ("GET", "/api-ext/draft/{draft}/variable-data"),
     ("POST", "/api-ext/draft/{draft}/variable-data"),
     ("PUT", "/api-ext/draft/{draft}/variable-data"),
@@ -106,6 +107,18 @@ def world(app: Flask, repo: SqlRepository, tenant: Client, other_tenant: Client)
         .create_webhook(other_tenant.identifier, "review.closed", "http://127.0.0.1:9/hook")
         .webhook
     )
+    services = app.extensions["pps"]
+    file, other_file = (
+        services.uploads.create(
+            owner.identifier,
+            identifier=services.uploads.new_identifier(),
+            kind="csv",
+            name="rows.csv",
+            size=4,
+            storage_key=f"uploads/{owner.identifier}/rows.csv",
+        ).identifier
+        for owner in (tenant, other_tenant)
+    )
     reviews = app.extensions["pps.reviews"]
     review, other_review = (
         reviews.create(
@@ -131,6 +144,8 @@ def world(app: Flask, repo: SqlRepository, tenant: Client, other_tenant: Client)
         "usage": "print",
         "review": review.review_id,
         "other_review": other_review.review_id,
+        "file": file,
+        "other_file": other_file,
     }
 
 
@@ -183,7 +198,7 @@ def test_the_endpoint_list_is_complete(app: Flask) -> None:
             path = path.replace("<processing_id>", "{processing}")
             path = path.replace("<usage>", "{usage}")
             path = path.replace("<review_id>", "{review}")
-            kind = next((k for k in ("template", "webhook") if k in path), "user")
+            kind = next((k for k in ("template", "webhook", "file") if k in path), "user")
             path = path.replace("<identifier>", f"{{{kind}}}")
             for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}:
                 routed.add((method, path))
@@ -525,6 +540,7 @@ def test_unknown_identifiers_are_404(
             processing=unknown,
             webhook=unknown,
             review=unknown,
+            file=unknown,
         )
         response = api.request(method, target, json=valid_body(method, path, world))
         assert_error(response, 404)
@@ -548,6 +564,7 @@ def test_other_tenants_identifiers_are_404(
         template=world["other_template"],
         webhook=world["other_webhook"],
         review=world["other_review"],
+        file=world["other_file"],
     )
     response = api.request(method, target, json=valid_body(method, path, world))
     assert_error(response, 404)
