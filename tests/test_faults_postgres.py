@@ -116,11 +116,30 @@ def test_database_down_answers_503_and_recovers_without_restart(
     assert_working(service)
 
 
+def end_backends_of(database_url: str) -> None:
+    """End every other session of the database (``pg_terminate_backend``), as an operator's
+    restart of PostgreSQL's backends would."""
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+    finally:
+        engine.dispose()
+
+
 def test_database_accepting_no_connections_answers_503_in_time(
     service: Service, cluster: PostgresCluster
 ) -> None:
-    """The app has no pooled connection yet (``arrange_shop`` used its own): every call
-    waits for a connection that never completes, up to the connect timeout."""
+    """Every call needs a new connection, which never completes: it waits up to the
+    connect timeout. The app's pooled connections (a gunicorn worker opens one as it
+    starts, to look for outbox rows to resume) are ended by the server first, as a restart
+    of its backends would; the pool's pre-ping finds each one gone and connects anew."""
+    end_backends_of(service.database_url)
     cluster.freeze()
     try:
         every_database_call_is_unavailable(service)
