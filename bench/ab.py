@@ -49,11 +49,17 @@ def parse_args() -> tuple[argparse.Namespace, argparse.Namespace]:
         choices=SCENARIOS,
         help="repeatable; default: " + ", ".join(SCENARIOS),
     )
+    parser.add_argument(
+        "--gunicorn-config",
+        help="config both revisions run under (default: this checkout's "
+        "deploy/gunicorn.conf.py); for a BEFORE that lacks what this one's hooks import",
+    )
     opts = parser.parse_args()
     opts.scenario = list(dict.fromkeys(opts.scenario or SCENARIOS))
     if opts.cycles < 1:
         parser.error("--cycles must be at least 1")
-    return opts, load.parse_args(["-d", str(opts.duration), "--warmup", "0"])
+    config = ["--gunicorn-config", opts.gunicorn_config] if opts.gunicorn_config else []
+    return opts, load.parse_args(["-d", str(opts.duration), "--warmup", "0", *config])
 
 
 def worktree(stack: ExitStack, revision: str | None, parent: Path, name: str) -> Path:
