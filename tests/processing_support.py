@@ -10,13 +10,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import redis
 from api_support import make_draft
 from flask import Flask
+from loopback_http import serve_on_loopback
 from rq import Queue, SimpleWorker
 
 from pps.platform.models import Client, Draft, Template
@@ -73,12 +74,7 @@ class Receiver:
                 pass
 
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
+        self.server, self.thread = serve_on_loopback(Handler, self.port)
 
     @property
     def url(self) -> str:

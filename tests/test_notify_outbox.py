@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from api_support import assert_error
 from conftest import ApiClient
 from flask import Flask
+from loopback_http import serve_on_loopback
 from processing_support import card_draft, card_template, snapshot_states
 from standardwebhooks import Webhook as StandardWebhook
 
@@ -65,12 +66,7 @@ class Scripted:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
+        self.server, self.thread = serve_on_loopback(Handler)
 
     @property
     def url(self) -> str:

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import redis
 from conftest import TEST_SECRET_KEY, ApiClient, free_port
 from fault_support import PostgresCluster, RedisProcess
 from flask import Flask
+from loopback_http import serve_on_loopback
 from processing_support import (
     Receiver,
     card_draft,
@@ -233,12 +234,7 @@ class HeldReceiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
+        self.server, self.thread = serve_on_loopback(Handler)
 
     @property
     def url(self) -> str:

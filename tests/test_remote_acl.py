@@ -23,6 +23,7 @@ from flask.testing import FlaskClient
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from joserfc.jws import JWSRegistry
+from loopback_http import serve_on_loopback
 from processing_support import card_draft, card_template
 
 from app import create_app
@@ -67,12 +68,7 @@ class Shop:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
+        self.server, self.thread = serve_on_loopback(Handler)
 
     @property
     def url(self) -> str:
