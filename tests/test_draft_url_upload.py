@@ -249,6 +249,19 @@ def test_json_that_is_not_an_object_is_refused(api: ApiClient, template: Templat
     assert_error(api.post(url, json=["https://shop.example/a.pdf"]), 422)
 
 
+@pytest.mark.parametrize("body", [b"", b"  \r\n", b"[]"])
+def test_an_empty_json_body_is_a_422_naming_file_url(
+    app: Flask, api: ApiClient, template: Template, body: bytes
+) -> None:
+    """No body under ``Content-Type: application/json`` is ``{}`` as on every other
+    endpoint (COMPAT.md), so the answer names what is missing, not malformed JSON."""
+    draft = new_draft(api, template)
+    url = f"/api-ext/draft/{draft['draftHash']}/upload"
+    error = assert_error(api.post(url, data=body, content_type="application/json"), 422)
+    assert set(error["errors"]) == {"fileURL"}
+    assert outbox(app) == 0
+
+
 def test_unknown_and_foreign_drafts_are_404_and_other_intents_422(
     app: Flask, api: ApiClient, other_api: ApiClient, template: Template, shop: Shop
 ) -> None:

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 from flask import Response, request
 
 from pps.api import bp, current_client, resource, services
-from pps.api.parser import json_object_body
 from pps.api.schemas import DraftResponse
 from pps.drafts.pdf_upload import (
     DRAFT_NOT_FOUND,
@@ -30,6 +29,7 @@ from pps.drafts.pdf_upload import (
 )
 from pps.drafts.url_upload import queue_url_upload, url_problems
 from pps.platform.errors import NotFound, UnsupportedMediaType, ValidationFailed
+from pps.uploads.web_body import json_or_form_body
 from pps.web.common import no_content
 
 blp = resource("draft_upload", "Draft")
@@ -100,7 +100,9 @@ def _text_field(body: dict[str, Any], name: str, required: bool) -> tuple[str | 
 def _upload_from_url(client: str, draft_hash: str) -> Response:
     """The JSON body: check both URLs without sending anything, record the job, 204."""
     svc = services()
-    body = json_object_body(request.get_data(), request.mimetype)
+    # No body under Content-Type: application/json is {} here as on every other endpoint
+    # (then a 422 naming fileURL), not malformed JSON.
+    body = json_or_form_body()
     file_url, file_problem = _text_field(body, "fileURL", required=True)
     callback_url, callback_problem = _text_field(body, "callbackURL", required=False)
     errors = {
