@@ -326,6 +326,11 @@ def test_uploads_that_cannot_be_print_files_are_refused_by_name(
     for locked in (encrypted_pdf(print_pdf(2)), encrypted_pdf(print_pdf(2), user_password="")):
         assert any("encrypted" in m for m in refusal(upload(api, hash_, locked)))
     assert any("not a PDF" in m for m in refusal(upload(api, hash_, image_bytes((10, 10)))))
+    # The reader's message names its in-memory stream (a repr with a memory address).
+    for broken in (b"%PDF-1.4\n garbage", b"%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\n"):
+        (unread,) = refusal(upload(api, hash_, broken))
+        assert unread.startswith("The PDF cannot be read: "), unread
+        assert "BytesIO" not in unread and " at 0x" not in unread, unread
     missing = upload(api, hash_, print_pdf(2), field="pdf")
     assert missing.status_code == 422 and "file" in missing.get_json()["errors"]
     raw = api.post(

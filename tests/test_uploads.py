@@ -118,6 +118,23 @@ def test_refused_with_a_reason(api: ApiClient, data: bytes, words: str) -> None:
     assert words in error["message"], error
 
 
+#: A PDF header over a body without a trailer, and one whose page tree has no /Kids.
+BROKEN_PDFS = [
+    b"%PDF-1.4\n garbage",
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R/Size 2>>\n%%EOF",
+]
+
+
+@pytest.mark.parametrize("data", BROKEN_PDFS)
+def test_a_broken_pdf_is_refused_in_words_without_internals(api: ApiClient, data: bytes) -> None:
+    """The reader's own message names the in-memory stream it read from (its Python repr,
+    with a memory address that differs on every call): the shop hears the reason alone."""
+    error = assert_error(upload(api, "file.pdf", data), 422, "file")
+    text = str(error)
+    assert "cannot be read as PDF: " in error["message"], error
+    assert "BytesIO" not in text and " at 0x" not in text and "stream <" not in text, error
+
+
 def test_pixel_limit(app_config: dict[str, object]) -> None:
     from pps.app import create_app
 

@@ -31,6 +31,7 @@ from pps.render import TemplateSpec
 from pps.render.pdf import RENDER_LOCK
 from pps.render.pdf_budget import ContentBudget
 from pps.render.pdf_encryption import ENCRYPTED, LOCKED
+from pps.render.pdf_errors import read_error
 from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 __all__ = ["TOLERANCE_MM", "AcceptedPdf", "PdfRefused", "accept_pdf", "pdf_findings"]
@@ -67,7 +68,7 @@ def accept_pdf(data: bytes, spec: TemplateSpec) -> AcceptedPdf:
     except pikepdf.PasswordError:
         raise PdfRefused([LOCKED]) from None
     except (pikepdf.PdfError, ValueError) as exc:
-        raise PdfRefused([f"The PDF cannot be read: {exc}"]) from None
+        raise PdfRefused([f"The PDF cannot be read: {read_error(exc)}"]) from None
     with pdf:
         if pdf.is_encrypted:
             raise PdfRefused([ENCRYPTED])

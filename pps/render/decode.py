@@ -25,6 +25,7 @@ from reportlab.pdfbase.ttfonts import TTFont
 from pps.render.assets import sniff
 from pps.render.fonts import font_problem
 from pps.render.pdf_budget import ContentBudget
+from pps.render.pdf_errors import read_error
 from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
 
 __all__ = [
@@ -149,7 +150,7 @@ def _pdf_problem(data: bytes) -> str | None:
     except pikepdf.PasswordError:
         return "is encrypted"
     except DECODE_ERRORS as exc:
-        return f"cannot be read as PDF: {exc or type(exc).__name__}"
+        return f"cannot be read as PDF: {read_error(exc)}"
     try:
         document = pdfium.PdfDocument(data)
         try:

@@ -41,6 +41,7 @@ from pps.render.model import (
     TextElement,
 )
 from pps.render.pdf_budget import ContentBudget
+from pps.render.pdf_errors import read_error
 from pps.render.pdf_parts import PartsWriter
 from pps.render.vector import draw_svg, is_svg, svg_size
 from pps.render.xobjects import MAX_FORM_DEPTH, survey_xobjects
@@ -605,7 +606,7 @@ def _open_pdf(name: str, data: bytes) -> pikepdf.Pdf:
     try:
         return pikepdf.open(BytesIO(data))
     except (pikepdf.PdfError, ValueError) as exc:
-        raise AssetError(f"{name!r}: cannot be read as PDF: {exc}") from None
+        raise AssetError(f"{name!r}: cannot be read as PDF: {read_error(exc)}") from None
 
 
 def _artwork_page(pdf: pikepdf.Pdf, background: PdfBackground) -> pikepdf.Page:
