@@ -578,3 +578,48 @@ def test_a_locked_draft_takes_no_upload(
     assert re.search(r'<div class="editor-media"[^>]*>\s*<fieldset disabled>', locked)
     uploads = app.extensions["pps"].storage.root / "uploads"
     assert not uploads.exists() or not any(uploads.rglob("*.*"))
+
+
+def test_a_stale_form_sent_by_the_upload_button_gets_the_conflict_page(
+    client: FlaskClient,
+    api: ApiClient,
+    tenant: Client,
+    user: User,
+    draft: Draft,
+    repo: SqlRepository,
+) -> None:
+    # The upload button of the form without JavaScript saves the whole form, so it checks
+    # base_version as Save does: another tab's (or the shop's) change is never overwritten.
+    page, token = editor(client, tenant, user, draft)
+    loaded = re.search(r'name="base_version" value="(\d+)"', page)
+    assert loaded is not None
+    changed = api.put(f"/api-ext/draft/{draft.draft_hash}", json={"customAttributes": {"o": 1}})
+    assert changed.status_code == 200
+    current = repo.get_draft(tenant.identifier, draft.draft_hash)
+    assert current is not None and current.version > int(loaded.group(1))
+    stale = {"csrf_token": token, "upload": "logo", "base_version": loaded.group(1)}
+    for extra in ({}, {"image:logo": (io.BytesIO(quadrants()), "logo.png")}):
+        response = client.post(
+            f"/editor/{draft.draft_hash}/upload",
+            data={**stale, "v:name": "Mine", **extra},
+            content_type="multipart/form-data",
+        )
+        assert response.status_code == 409, response.get_data(as_text=True)
+        conflict = response.get_data(as_text=True)
+        assert 'id="save-conflict"' in conflict and 'value="Mine"' in conflict
+        assert f'name="base_version" value="{current.version}"' in conflict
+        assert repo.get_draft(tenant.identifier, draft.draft_hash) == current  # nothing saved
+    bad = client.post(
+        f"/editor/{draft.draft_hash}/upload",
+        data={**stale, "base_version": "x", "v:name": "Mine"},
+        content_type="multipart/form-data",
+    )
+    assert bad.status_code == 400
+    again = client.post(
+        f"/editor/{draft.draft_hash}/upload",
+        data={**stale, "base_version": str(current.version), "v:name": "Mine"},
+        content_type="multipart/form-data",
+    )
+    assert again.status_code == 303  # saving on the current version is the explicit choice
+    saved = repo.get_draft(tenant.identifier, draft.draft_hash)
+    assert saved is not None and saved.values["name"] == "Mine"

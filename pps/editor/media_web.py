@@ -17,6 +17,7 @@ from flask import Response, jsonify, request, url_for
 
 from pps.acl import remote as acl
 from pps.editor import web as editor
+from pps.editor.autosave import BadBaseVersion, form_base_version
 from pps.editor.media import (
     MIN_DPI,
     MediaView,
@@ -32,6 +33,7 @@ from pps.editor.throttle import upload_wait
 from pps.files.rendering import NoUpload, TemplateNotRenderable, draft_spec
 from pps.platform.errors import ClientStorageFull, NotFound, PpsError
 from pps.platform.models import Draft
+from pps.platform.repository import VersionConflict
 from pps.render.problems import Code, Problem
 from pps.uploads.images import IMAGE_KINDS, image_size
 from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
@@ -92,8 +94,12 @@ def editor_upload(draft_hash: str) -> Response:
     field = next((f for f in ctx.fields if f.key == key and f.kind == "image"), None)
     if field is None or ctx.spec is None:
         raise NotFound("This design has no such image.")
+    try:  # the form is saved as Save saves it: on the version the page showed
+        base = form_base_version(request.form)
+    except BadBaseVersion:
+        raise editor.BadVersionField() from None
     if form_save:
-        return _save_form(ctx, key, None)
+        return _save_form(ctx, key, None, base)
     svc = services()
     problem = "no file was chosen" if not data else image_kind_problem(data)
     record, status = None, 422
@@ -151,7 +157,7 @@ def editor_upload(draft_hash: str) -> Response:
                 ),
             }
         )
-    return _save_form(ctx, key, value)
+    return _save_form(ctx, key, value, base)
 
 
 def _too_fast(ctx: editor.EditorContext, key: str, wait: int, *, wants_json: bool) -> Response:
@@ -168,17 +174,26 @@ def _too_fast(ctx: editor.EditorContext, key: str, wait: int, *, wants_json: boo
     return response
 
 
-def _save_form(ctx: editor.EditorContext, key: str, value: str | None) -> Response:
+def _save_form(
+    ctx: editor.EditorContext, key: str, value: str | None, base: int | None
+) -> Response:
     """Save the whole form (its texts and choices) with the new image value, as Save does:
-    the form again with 422 when a value has a problem, else back to the edit step."""
+    the ``409`` conflict page (with the new image in the form) when the page showed an
+    older version than ``base``, the form again with 422 when a value has a problem, else
+    back to the edit step."""
     submitted = submitted_values(request.form, ctx.fields)
     if value is not None:
         submitted[key] = value
+    if base is not None and base != ctx.draft.version:
+        return editor._conflict_page(ctx, submitted)
     values = {**ctx.shown_values, **submitted}
     errors = editor._problems(ctx, values)
     if errors:
         return editor._page(ctx, "edit", values=values, errors=errors, status=422)
-    draft = editor._save(ctx, submitted, state="edited")
+    try:
+        draft = editor._save(ctx, submitted, state="edited", base=base)
+    except VersionConflict:  # changed between the check above and the write
+        return editor._conflict_page(editor._load(ctx.draft.draft_hash), submitted)
     editor._notify(draft.draft_hash, "form.saved")
     return editor._see_other(editor._step_url(draft.draft_hash, "edit"))
 
@@ -206,7 +221,9 @@ recognised by their content and checked as `POST /api-ext/file` checks them (an 
 stored cleaned; more pixels than `PPS_MAX_IMAGE_PIXELS` are refused). With
 `Accept: application/json` the answer is `{key, identifier, value, width, height, vector,
 dpi, minDpi, url}` and nothing is saved (the script puts `value` into the form); without,
-the value is saved on the draft and the answer is `303` back to the edit step. A refused
+the value is saved on the draft and the answer is `303` back to the edit step (`409`, the
+form again and nothing saved, when its `base_version` is not the draft's version, as for
+Save; `409` too for a locked draft). A refused
 file: `422` (JSON with `errors.<DataKey>`, or an HTML page); `507` alike, nothing stored,
 when the shop's uploaded files would take more than `PPS_CLIENT_STORAGE_BYTES`. More than
 20 uploads a minute or 120 an hour from one login: `429` with `Retry-After`, nothing stored.
@@ -222,7 +239,7 @@ PAGES.update(
                     "200": {"description": "JSON: the uploaded image and the value to use."},
                     "303": {"description": "Saved; back to the form.", "headers": _LOCATION},
                 },
-                (400, 401, 403, 404, 413, 422, 429, 503, 507),
+                (400, 401, 403, 404, 409, 413, 422, 429, 503, 507),
             )
         },
         "web.editor_uploaded_image": {
