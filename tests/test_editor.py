@@ -775,6 +775,22 @@ def test_undecodable_callback_is_ignored(
     assert links(page) == {}
 
 
+@pytest.mark.parametrize("signed", [True, False])
+def test_an_undecodable_cancel_never_falls_back_to_the_callback(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft, signed: bool
+) -> None:
+    # callback may put the design into the cart: a cancel the shop gave but pps cannot
+    # read is shown disabled, as a refused one is, instead of becoming that callback.
+    done = "https://shop-a.example/cart/add"
+    query = f"callback={b64_url(done)}&callback_cancel=%%%not-base64"
+    redirect = f"/editor/{draft.draft_hash}/edit?{query}"
+    log_in(client, tenant, user, redirect if signed else None)
+    page, _ = open_editor(client, redirect)
+    assert links(page) == {}  # the Cancel link went to `done`
+    assert 'aria-describedby="why-callback_cancel"' in page
+    assert "is not a web address" in page
+
+
 def test_overlong_callback_is_dropped_and_the_session_still_fits(
     client: FlaskClient, tenant: Client, user: User, draft: Draft
 ) -> None:
@@ -786,7 +802,11 @@ def test_overlong_callback_is_dropped_and_the_session_still_fits(
     )
     log_in(client, tenant, user, redirect)
     page, _ = open_editor(client, redirect)
-    assert set(links(page).values()) == {short}
+    # Given but unusable, cancel and halt are shown disabled rather than falling back to
+    # the callback (they used to link to `short`); the callback itself is still followed.
+    assert links(page) == {}
+    assert "callback" not in disabled_exits(page)
+    assert 'aria-describedby="why-callback_cancel"' in page
 
 
 # -- steps and previews ------------------------------------------------------------------

@@ -99,15 +99,17 @@ def decode_callback(value: str) -> str | None:
 def editor_callbacks(query: Mapping[str, Iterable[str]]) -> dict[str, str]:
     """The decoded callbacks of an editor query, as given (defaults: :func:`with_defaults`).
 
-    Undecodable values are dropped. The result is not checked for where it points: see
+    A value that is given but cannot be decoded (not base64 of UTF-8, too long) is kept as
+    ``""``, which no check follows: the shop asked for that place, so it must not default
+    to another callback (a cancel to ``callback``, which may put the design into the cart).
+    An empty value counts as absent. The result is not checked for where it points: see
     :func:`vetted_callbacks`.
     """
     decoded: dict[str, str] = {}
     for name in CALLBACK_PARAMS:
         values = list(query.get(name, ()))
-        url = decode_callback(values[0]) if values else None
-        if url is not None:
-            decoded[name] = url
+        if values and values[0].strip():
+            decoded[name] = decode_callback(values[0]) or ""
     return decoded
 
 
