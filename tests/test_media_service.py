@@ -459,6 +459,8 @@ DEEP_SVG = b'<svg xmlns="http://www.w3.org/2000/svg">' + b"<g>" * 1000 + b"</g>"
         (b"\x89PNG\r\n\x1a\nbroken", "broken.png"),
         (ENTITY_SVG, "logo.svg"),
         (DEEP_SVG, "deep.svg"),
+        # A size svglib reads as NaN or below zero: the crop answered was NaN (not JSON).
+        (b'<svg xmlns="http://www.w3.org/2000/svg" width="-10" height="nan"/>', "n.svg"),
         (b"", "empty.png"),
     ],
 )

@@ -193,6 +193,10 @@ SVG_HEAD = '<svg xmlns="http://www.w3.org/2000/svg"'
         (f'{SVG_HEAD} viewBox="0 0 0 0"><rect width="5" height="5"/></svg>', "has no size"),
         (f'{SVG_HEAD} width="10zz" height="10"><rect width="5" height="5"/></svg>', "drawn"),
         (f'{SVG_HEAD} width="1e-300" height="1e-300"><rect width="1"/></svg>', "cannot be drawn"),
+        (f'{SVG_HEAD} width="-10" height="10"><rect width="5" height="5"/></svg>', "positive"),
+        (f'{SVG_HEAD} width="10" height="nan"><rect width="5" height="5"/></svg>', "positive"),
+        (f'{SVG_HEAD} width="inf" height="10"><rect width="5" height="5"/></svg>', "positive"),
+        (f'{SVG_HEAD} viewBox="0 0 -10 -10"><rect width="5" height="5"/></svg>', "positive"),
         (
             f'{SVG_HEAD} width="10" height="10">'
             '<rect width="5" height="5" style="stroke:#000;stroke-width:1e999"/></svg>',

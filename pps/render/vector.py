@@ -9,6 +9,7 @@ too much drawing is refused, at upload and, when stored before the limit, at ren
 from __future__ import annotations
 
 import functools
+import math
 from io import BytesIO
 from typing import Any
 
@@ -35,6 +36,10 @@ def _drawing(data: bytes) -> Any:
     drawing = svg2rlg(BytesIO(data), font_map=_standard_fonts())
     if drawing is None or not drawing.width or not drawing.height:
         raise _Sizeless("the SVG has no drawable size")
+    if not all(math.isfinite(side) and side > 0 for side in (drawing.width, drawing.height)):
+        # svglib reads "-10", "nan" and "inf" as they are: a crop of such an image is not a
+        # number (NaN is not even JSON), and the drawing is mirrored or empty.
+        raise _BadSize("the SVG's size is not positive")
     return drawing
 
 
@@ -80,6 +85,10 @@ class _Sizeless(ValueError):
     """An SVG whose ``<svg>`` gives neither a ``viewBox`` nor a width and a height."""
 
 
+class _BadSize(ValueError):
+    """An SVG whose size is below zero, infinite or not a number."""
+
+
 def svg_size(data: bytes) -> tuple[float, float]:
     """The SVG's own size in its user units (what a crop of it is measured in)."""
     drawing = _drawing(data)
@@ -111,6 +120,8 @@ def svg_problem(data: bytes) -> str | None:
         canvas.save()
     except _Sizeless:
         return "it has no size: give its <svg> element a viewBox, or a width and a height"
+    except _BadSize:
+        return "its width and height (or those of its viewBox) must be positive numbers"
     except SvgTooBig as exc:
         return str(exc)
     except Exception as exc:  # svglib's and reportlab's many errors: not drawable
