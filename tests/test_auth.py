@@ -201,6 +201,34 @@ def test_relative_redirect_is_kept_relative(
     assert client.get(redirect).status_code == 200
 
 
+@pytest.mark.parametrize("step", ["", "edit/", "preview/"])
+def test_an_editor_redirect_with_a_trailing_slash_opens_the_editor(
+    client: FlaskClient, tenant: Client, user: User, draft_hash: str, step: str
+) -> None:
+    """``/editor/<hash>/`` counts as an editor target (the login hands off and sets no
+    cookie), so the editor must answer it: a 404 there would spend the single-use login on
+    a "page not found" and leave the customer logged out."""
+    redirect = f"/editor/{draft_hash}/{step}"
+    query = "?locale=de&callback=" + b64_url("https://shop-a.example/cart")
+    token = login_token(tenant, user, redirect=redirect + query)
+    response = client.get("/auth", query_string={"jwt": token})
+    assert response.status_code == 302
+    code = handoff_code(response.headers["Location"], redirect + query)
+
+    slashed = client.get(f"{redirect}{query}&handoff={code}")
+    assert slashed.status_code == 308
+    canonical = redirect.rstrip("/")
+    assert slashed.headers["Location"] == f"{canonical}{query}&handoff={code}"
+    assert slashed.headers["Cache-Control"] == "no-store"  # the URL carries the code
+    assert slashed.headers["Referrer-Policy"] == "no-referrer"
+    assert session_cookie_name() not in set_cookie(slashed)
+
+    exchanged = client.get(slashed.headers["Location"])
+    assert exchanged.status_code == 303
+    assert exchanged.headers["Location"] == canonical + query
+    assert client.get(canonical + query).status_code == 200
+
+
 def test_redirect_to_allowed_shop_origin(client: FlaskClient, tenant: Client, user: User) -> None:
     redirect = "https://shop-a.example/account?tab=designs"
     token = login_token(tenant, user, redirect=redirect)

@@ -7,6 +7,8 @@ Pages (HTML, for the draft's own user only):
   ``preview`` (save, then show the preview step) or ``halt`` (save, then go to
   ``callback_halt``). Invalid values: 422 with the form again and nothing saved.
 * ``GET /editor/<hash>/preview``: every page large.
+* ``GET /editor/<hash>/`` and ``/editor/<hash>/<step>/``: ``308`` to the address without the
+  slash, the query kept.
 * ``GET /editor/<hash>/proof``: every page of the print file with the trim marked and the
   "I have checked it" checkbox (required when the client says so); its form finishes.
 * ``GET /editor/<hash>/embed``: the edit step for a shop's frame; ``/3d``: a mockup.
@@ -80,7 +82,7 @@ from pps.files.rendering import (
 )
 from pps.groups.membership import shares_group
 from pps.platform.errors import BadRequest, NotFound, PayloadTooLarge, PpsError
-from pps.platform.http_headers import PAGE_CSP
+from pps.platform.http_headers import PAGE_CSP, TOKEN_URL_HEADERS
 from pps.platform.models import DRAFT_STATES, Client, Draft, Template
 from pps.platform.repository import VersionConflict
 from pps.platform.storage import StoredFile
@@ -98,7 +100,7 @@ from pps.render import (
 )
 from pps.render.problems import Code, english
 from pps.web import bp
-from pps.web.common import services
+from pps.web.common import bodiless_redirect, services
 from pps.web.i18n import LANGUAGE_NAMES, LOCALES, Translator, normalize_locale
 from pps.webhooks.events import DRAFT_FINISHED, DRAFT_UPDATED, draft_payload, emit
 
@@ -221,6 +223,29 @@ def editor_step(draft_hash: str, step: str) -> Response:
     if step not in STEPS:
         raise NotFound(f"The editor has no step {step!r}; use one of: {', '.join(STEPS)}.")
     return _show(draft_hash, step)
+
+
+@bp.get("/editor/<draft_hash>/")
+def editor_default_slash(draft_hash: str) -> Response:
+    return _without_slash(url_for("web.editor_default", draft_hash=draft_hash))
+
+
+@bp.get("/editor/<draft_hash>/<step>/")
+def editor_step_slash(draft_hash: str, step: str) -> Response:
+    return _without_slash(url_for("web.editor_step", draft_hash=draft_hash, step=step))
+
+
+def _without_slash(location: str) -> Response:
+    """``308`` to the same editor address without the trailing slash, the query kept.
+
+    A login's ``redirect`` may name ``{base}/editor/<hash>/`` (it counts as an editor
+    target, :func:`pps.auth.callbacks.editor_target`), and then its handoff code is in
+    this query: without an answer here the single-use login would end on a 404.
+    """
+    query = request.query_string.decode("latin-1")
+    return bodiless_redirect(
+        f"{location}?{query}" if query else location, status=308, headers=TOKEN_URL_HEADERS
+    )
 
 
 @bp.post("/editor/<draft_hash>/edit")

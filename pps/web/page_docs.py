@@ -261,6 +261,19 @@ PAGES: dict[str, dict[str, dict[str, Any]]] = {
             parameters=_EDITOR_QUERY,
         )
     },
+    **{
+        endpoint: {
+            "get": _page(
+                "The editor's address with a trailing slash",
+                "`308` to the same address without the slash, with the same query (a "
+                "login's handoff code included): a login's `redirect` may name "
+                "`{base}/editor/{draft_hash}/`.",
+                {"308": {"description": "The editor's address.", "headers": _LOCATION}},
+                (),
+            )
+        }
+        for endpoint in ("web.editor_default_slash", "web.editor_step_slash")
+    },
     "web.editor_save": {
         "post": _page(
             "Save the editor's form",
