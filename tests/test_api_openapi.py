@@ -150,6 +150,20 @@ def test_pages_and_file_endpoints_list_their_statuses(spec: dict[str, Any]) -> N
         assert {p["name"] for p in files["parameters"]} >= {"jwt", "width", "height", "page"}
 
 
+def test_the_login_reference_names_what_a_login_needs_and_what_it_sets(
+    spec: dict[str, Any],
+) -> None:
+    """A shop developer signs what ``/auth``'s reference lists: a token without ``iat`` and
+    ``exp`` is refused (``check_login_age``), an editor redirect on pps's origin gets a
+    handoff code instead of a cookie, and the cookie is ``SameSite=None`` under https."""
+    text = spec["paths"]["/auth"]["get"]["description"]
+    for claim in ("client", "user", "jti", "iat", "exp", "redirect", "nbf", "urlPath"):
+        assert f"`{claim}`" in text, claim
+    assert "PPS_NONCE_TTL" in text
+    assert "`handoff=" in text
+    assert "SameSite=None; Secure; Partitioned" in text
+
+
 def _converted(cls: type[Schema]) -> dict[str, Any]:
     """``cls`` as apispec's marshmallow plugin writes it, in a spec of its own."""
     fresh = APISpec("t", "1", "3.0.3", plugins=[MarshmallowPlugin()])

@@ -18,18 +18,26 @@ from pps.web.openapi import ErrorOut, api_of
 
 AUTH = """\
 Browser entry point. The shop signs a JWT (HS256, its API key as the key) with `client`,
-`user` (a user of that client), `jti` (header or payload; every token logs in once) and
-optionally `redirect`, `exp`, `nbf` and `urlPath` (which must then be `/auth`).
+`user` (a user of that client), `jti` (header or payload; every token logs in once), `iat`
+(a login issued longer ago than `PPS_NONCE_TTL`, 30 days by default, is refused; a token
+with neither `iat` nor `exp` too) and optionally `redirect`, `exp`, `nbf` and `urlPath`
+(which must then be `/auth`).
 
-On success the user is logged in (a fresh session cookie, HttpOnly, SameSite=Lax, 8 hours)
-and the answer is `302` to the `redirect` claim: a path on this service or an absolute URL on
-this service's origin or one of the client's allowed origins. Without `redirect` a page says
-the user is logged in.
+On success the user is logged in for 8 hours and the answer is `302` to the `redirect`
+claim: a path on this service or an absolute URL on this service's origin or one of the
+client's allowed origins. Without `redirect` a page says the user is logged in. The answer
+sets a fresh session cookie (HttpOnly; `SameSite=None; Secure; Partitioned` under https and
+on loopback hosts, `SameSite=Lax` on plain http elsewhere), except when `redirect` is an
+editor URL on this service's origin: then it sets none and appends `handoff=<code>` to the
+`Location`, which the editor exchanges once, within two minutes, for the cookie. So the
+editor also opens in a browser that never saw this answer (a shop that calls `/auth` from
+its server and frames the `Location`).
 
 Errors are HTML pages with a request id: `400` for a missing or malformed token or a refused
 redirect target, `401` for a bad signature, unknown client or user, expired token, missing
-`user`/`jti`, or a token used before; `503` when the session store is unavailable (nobody is
-logged in then). A refused token's `jti` is not used up.
+`user`/`jti`, missing `iat` and `exp`, a login issued too long ago, or a token used before;
+`503` when the session store is unavailable (nobody is logged in then). A refused token's
+`jti` is not used up.
 """
 
 EDITOR = """\
@@ -234,7 +242,8 @@ PAGES: dict[str, dict[str, dict[str, Any]]] = {
             AUTH,
             {
                 "302": {
-                    "description": "Logged in; redirect to the `redirect` claim.",
+                    "description": "Logged in; redirect to the `redirect` claim (with "
+                    "`handoff=<code>` for an editor on this service).",
                     "headers": _LOCATION,
                 },
                 "200": _html("Logged in; no `redirect` claim, so a page says so."),
