@@ -2,9 +2,11 @@
 no key twice in one object.
 
 Neither PostgreSQL's JSON type nor a JSON answer can hold those values, so request bodies and
-token segments refuse them while parsing. A key given twice is refused too: ``json.loads``
+token payloads refuse them while parsing. A key given twice is refused too: ``json.loads``
 keeps the last value, while a proxy or a shop's own log may read the first (RFC 8259 4 calls
-such objects unpredictable), and no JSON encoder of the reference clients writes one. Text
+such objects unpredictable), and no JSON encoder of the reference clients writes one. (A
+token's header is read by PyJWS, which keeps the last of a repeated name, as RFC 7515 4
+allows; pps reads from it only ``alg``, fixed to HS256, and the ``jti`` nonce.) Text
 nested deeper than the decoder can recurse is refused the same way, as a ``ValueError``
 (:class:`TooDeep`), so a caller that handles invalid JSON handles that too.
 """
