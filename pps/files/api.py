@@ -67,8 +67,9 @@ _JWT_PARAMETER = {
     "schema": {"type": "string"},
     "description": (
         "HS256 JWT signed with the client's API key: `client` (required), optional `exp`, "
-        "`urlPath` (must then equal this path), `user` (must then own the draft) and `jti` "
-        "(the token is then good for one use)."
+        "`urlPath` (must then equal this path), `user` (must then own the draft, or for a "
+        "template's preview be a user of the client) and `jti` (the token is then good for "
+        "one use)."
     ),
 }
 _IMAGE_PARAMETERS = [
@@ -217,7 +218,8 @@ def _render_for_draft(ref: DraftRef, kind: str, label: str) -> StoredFile:
             "with the template (resized when `width` or `height` is given), or else a PNG "
             "rendered from the template's defaults. Other pages than the first are always "
             "rendered. `422` with `errors` for a bad `width`, `height` or `page`; `404` with a "
-            "`message` when the template is not the token's client's."
+            "`message` when the template is not the token's client's; `403` when the token names "
+            "a `user` that is not a user of that client."
         ),
     ),
 )
