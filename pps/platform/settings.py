@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
+import redis
 import sqlalchemy as sa
 
 
@@ -246,7 +247,12 @@ def _database_url(env: Mapping[str, str]) -> str:
 def _redis_url(env: Mapping[str, str]) -> str:
     raw = _text(env, "PPS_REDIS_URL").strip()
     lowered = raw.lower()
-    if not raw or lowered.startswith(_REDIS_SCHEMES):
+    if not raw:
+        return raw
+    if lowered.startswith(_REDIS_SCHEMES):
+        problem = _redis_url_problem(raw)
+        if problem is not None:
+            raise SettingsError(f"PPS_REDIS_URL is not a Redis URL pps can use: {problem}")
         return raw
     if lowered.startswith("sqlite:///") and raw[len("sqlite:///") :] not in ("", ":memory:"):
         return raw
@@ -254,6 +260,23 @@ def _redis_url(env: Mapping[str, str]) -> str:
         "PPS_REDIS_URL must be empty, a redis://, rediss:// or unix:// URL, or sqlite:///path "
         f"of a file, got {_shown(raw)}"
     )
+
+
+def _redis_url_problem(url: str) -> str | None:
+    """Why redis-py cannot use ``url``, or None. A port that is not one, or a query value
+    it cannot read, failed only when the app connected: a traceback from every command and
+    every gunicorn worker. A database number that is not one redis-py ignores, so a typo
+    (``/l0``) used database 0, another application's perhaps."""
+    try:
+        redis.ConnectionPool.from_url(url)  # parses only: no connection is made
+    except ValueError as exc:
+        return str(exc)
+    parts = urlsplit(url)
+    database = unquote(parts.path).replace("/", "")
+    is_number = database.isascii() and database.isdigit()
+    if parts.scheme.lower() != "unix" and database and not is_number:
+        return f"the database number {_shown(database)} is not a whole number"
+    return None
 
 
 def _secret_key(key: str) -> None:
