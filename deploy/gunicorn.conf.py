@@ -23,6 +23,8 @@ import os
 import sys
 from typing import Any
 
+from gunicorn.util import parse_address
+
 # Each worker opens its own database pool and Redis connection: nothing may be shared
 # across fork, so the app is built in each worker, not in the arbiter.
 preload_app = False
@@ -57,6 +59,15 @@ def _binds() -> list[str]:
     the other settings: gunicorn read an empty address as 0.0.0.0:8000, every interface."""
     raw = os.environ.get("PPS_BIND", "")
     addresses = [address.strip() for address in raw.split(",") if address.strip()]
+    for address in addresses:
+        # A port out of range passed gunicorn's own check and killed its master with a
+        # traceback (OverflowError) when it bound.
+        try:
+            parsed = parse_address(address)
+        except RuntimeError as exc:
+            raise SystemExit(f"pps: PPS_BIND cannot be used: {exc}") from None
+        if isinstance(parsed, tuple) and not 0 <= parsed[1] <= 65535:
+            raise SystemExit(f"pps: PPS_BIND must name ports from 0 to 65535, got {address!r}")
     return addresses or ["127.0.0.1:8000"]
 
 

@@ -177,3 +177,22 @@ def test_binds_and_log_level_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_unknown_log_level_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SystemExit, match="PPS_LOG_LEVEL must be one of"):
         _config(monkeypatch, PPS_LOG_LEVEL="verbose")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("127.0.0.1:99999", "'127.0.0.1:99999'"),
+        ("127.0.0.1:8000,[::1]:65536", "'[::1]:65536'"),
+        ("127.0.0.1:-1", "'127.0.0.1:-1'"),
+        ("127.0.0.1:http", "'http' is not a valid port number"),
+    ],
+)
+def test_a_bind_port_out_of_range_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, value: str, shown: str
+) -> None:
+    # gunicorn took it, and its master died of a traceback (OverflowError) when it bound.
+    with pytest.raises(SystemExit, match=r"^pps: PPS_BIND ") as refused:
+        _config(monkeypatch, PPS_BIND=value)
+    assert shown in str(refused.value)
+    assert "\n" not in str(refused.value)
