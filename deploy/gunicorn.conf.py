@@ -38,10 +38,11 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _int(name: str, default: int, least: int = 1) -> int:
+def _int(name: str, default: int, most: int, least: int = 1) -> int:
     """A whole number from the environment, or a one-line stop naming the variable: a
     traceback before, and ``PPS_WORKERS=0`` started a server that listened with no worker
-    to answer."""
+    to answer. ``most`` stops a typo's extra digits: ``PPS_WORKERS=40000`` forked that many
+    processes."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -51,6 +52,8 @@ def _int(name: str, default: int, least: int = 1) -> int:
         value = least - 1
     if value < least:
         raise SystemExit(f"pps: {name} must be a whole number of at least {least}, got {raw!r}")
+    if value > most:
+        raise SystemExit(f"pps: {name} must be at most {most}, got {raw!r}")
     return value
 
 
@@ -80,8 +83,11 @@ bind = _binds()
 # database connections (up to one per busy thread) well below PostgreSQL's default 100;
 # raise PPS_WORKERS on larger hosts or behind PgBouncer.
 worker_class = "gthread"
-workers = _int("PPS_WORKERS", min(2 * _cpus() + 1, 8))
-threads = _int("PPS_THREADS", 4)
+# At most 256 workers (2 x CPUs + 1 of a 128-CPU host), each a whole app with its own pools.
+workers = _int("PPS_WORKERS", min(2 * _cpus() + 1, 8), most=256)
+# Fewer threads than gthread's worker_connections (1000): at as many, a worker keeps no idle
+# keep-alive connection at all.
+threads = _int("PPS_THREADS", 4, most=999)
 
 # Login and file tokens travel in the URL (/auth?jwt=..., /api-ext/files/...?jwt=...) and
 # shops sign tokens of up to 8 KB; a longer request line or header gets gunicorn's HTML
@@ -103,7 +109,7 @@ limit_request_fields = 32768
 # nginx keeps upstream connections open for 4 s (deploy/nginx.conf); gunicorn waits a bit
 # longer so that it is always nginx that closes an idle connection, never a race.
 keepalive = 5
-timeout = _int("PPS_TIMEOUT", 30)
+timeout = _int("PPS_TIMEOUT", 30, most=86400)  # a day, as the seconds of pps's settings
 graceful_timeout = 30
 # A heartbeat file on a RAM disk: a worker on a slow or busy disk is not mistaken for a
 # hung one (Docker's /tmp is often overlayfs). gunicorn creates it with mkstemp, so a

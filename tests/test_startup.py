@@ -196,3 +196,24 @@ def test_a_bind_port_out_of_range_is_refused_in_one_line(
         _config(monkeypatch, PPS_BIND=value)
     assert shown in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "most"),
+    [
+        ("PPS_WORKERS", "100000", 256),  # forked as many processes
+        ("PPS_THREADS", "1000", 999),  # gthread then kept no keep-alive connection
+        ("PPS_TIMEOUT", "99999999999999999999", 86400),  # a hung worker was never restarted
+    ],
+)
+def test_a_huge_server_setting_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, most: int
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        _config(monkeypatch, **{name: value})
+    assert str(refused.value) == f"pps: {name} must be at most {most}, got {value!r}"
+
+
+def test_the_largest_server_settings_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _config(monkeypatch, PPS_WORKERS="256", PPS_THREADS="999", PPS_TIMEOUT="86400")
+    assert (config["workers"], config["threads"], config["timeout"]) == (256, 999, 86400)
