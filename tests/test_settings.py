@@ -38,6 +38,8 @@ NOT_UTF8 = b"http://shop\xff.example".decode("utf-8", "surrogateescape")
         ("PPS_BASE_URL", "http://exa mple"),
         ("PPS_BASE_URL", "http://shop.example:port"),
         ("PPS_BASE_URL", "https://"),
+        ("PPS_BASE_URL", "http://[::1"),
+        ("PPS_BASE_URL", "https://[print.example]"),
         ("PPS_BASE_URL", "https://shop.example/?a=1"),
         ("PPS_BASE_URL", NOT_UTF8),
         ("PPS_DATABASE_URL", "foo://bar"),

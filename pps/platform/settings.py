@@ -212,7 +212,8 @@ def _base_url(env: Mapping[str, str], default: str) -> str:
         host = parts.hostname
         parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
     except ValueError:
-        host = None
+        # urlsplit itself refuses a malformed [IPv6] host (http://[::1): a traceback then.
+        parts, host = urlsplit(""), None
     if (
         parts.scheme.lower() not in ("http", "https")
         or not host
