@@ -49,6 +49,8 @@ NOT_UTF8 = b"http://shop\xff.example".decode("utf-8", "surrogateescape")
         ("PPS_REDIS_URL", "sqlite:///:memory:"),
         ("PPS_REDIS_URL", "redis://127.0.0.1:abc/0"),
         ("PPS_REDIS_URL", "REDIS://127.0.0.1:6379/0"),
+        ("PPS_REDIS_URL", "unix://"),
+        ("PPS_REDIS_URL", "unix://?db=0"),
         ("PPS_REDIS_URL", "redis://127.0.0.1:99999/0"),
         ("PPS_REDIS_URL", "redis://127.0.0.1:6379/0?db=x"),
         ("PPS_REDIS_URL", "redis://127.0.0.1:6379/zero"),

@@ -273,6 +273,9 @@ def _redis_url_problem(url: str) -> str | None:
     except ValueError as exc:
         return str(exc)
     parts = urlsplit(url)
+    if parts.scheme.lower() == "unix" and not parts.path:
+        # The app started, and every call that needs Redis answered 503.
+        return "a unix:// URL names the socket's path, like unix:///run/redis/redis-server.sock"
     database = unquote(parts.path).replace("/", "")
     is_number = database.isascii() and database.isdigit()
     if parts.scheme.lower() != "unix" and database and not is_number:
