@@ -391,6 +391,32 @@ def test_upload_beyond_the_body_limit_and_up_to_the_upload_limit(
         small.extensions["pps"].close()
 
 
+def test_a_pdf_of_exactly_the_upload_limit_is_taken_by_both_upload_endpoints(
+    app_config: dict[str, Any], tmp_path: Path
+) -> None:
+    """The limit is the file's, not the body's: the multipart framing around a file of
+    exactly ``PPS_MAX_UPLOAD_BYTES`` is allowed for, and one byte more is a 413 on both."""
+    pdf = print_pdf(2)
+    small = create_app({**app_config, "max_upload_bytes": len(pdf)})
+    try:
+        repo = small.extensions["pps"].repository
+        tenant = repo.create_client("Upload shop")
+        api = ApiClient(small.test_client(), tenant.api_key)
+        template = imported(small, repo, tenant, tmp_path / "exact", document=UPLOAD, files={})
+        draft = new_draft(api, template, intent="upload")
+
+        def to_file(data: bytes) -> Any:
+            body = {"file": (io.BytesIO(data), "print.pdf", "application/pdf")}
+            return api.post("/api-ext/file", data=body, content_type="multipart/form-data")
+
+        assert to_file(pdf).status_code == 201
+        assert upload(api, draft["draftHash"], pdf).status_code == 200
+        assert_error(to_file(pdf + b"%"), 413)
+        assert_error(upload(api, draft["draftHash"], pdf + b"%"), 413)
+    finally:
+        small.extensions["pps"].close()
+
+
 def test_upload_draft_replicates_with_its_own_upload(
     client: FlaskClient, api: ApiClient, tenant: Client, upload_template: Template
 ) -> None:

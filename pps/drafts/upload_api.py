@@ -29,7 +29,7 @@ from pps.drafts.pdf_upload import (
 )
 from pps.drafts.url_upload import queue_url_upload, url_problems
 from pps.platform.errors import NotFound, UnsupportedMediaType, ValidationFailed
-from pps.uploads.web_body import json_or_form_body
+from pps.uploads.web_body import allow_upload_body, json_or_form_body, within_upload_limit
 from pps.web.common import no_content
 
 blp = resource("draft_upload", "Draft")
@@ -171,7 +171,7 @@ def upload_print_pdf(draft_hash: str) -> Any:
         raise ValidationFailed(errors={"intent": [problem]})
     if request.is_json:
         return _upload_from_url(client, draft_hash)
-    request.max_content_length = svc.settings.max_upload_bytes
+    allow_upload_body()  # before the body is read, as for POST /api-ext/file
     if request.mimetype not in ("multipart/form-data", "") and request.content_length != 0:
         raise UnsupportedMediaType(
             "Send the PDF as multipart/form-data in the field 'file', or JSON with its 'fileURL'."
@@ -181,7 +181,7 @@ def upload_print_pdf(draft_hash: str) -> Any:
         raise ValidationFailed(
             errors={"file": ["Send the PDF as multipart/form-data in the field 'file'."]}
         )
-    data = upload.read()
+    data = within_upload_limit(upload.read())
     try:
         checked = store_pdf(svc, client, draft, data)
     except PdfNotTaken as exc:

@@ -18,7 +18,13 @@ from pps.api.blueprint import Blueprint, F
 from pps.api.parser import check_storable, json_object_body, php_form, urlencoded_pairs
 from pps.platform.errors import PayloadTooLarge, ValidationFailed
 
-__all__ = ["allow_upload_body", "json_or_form_body", "request_body", "uploaded_part"]
+__all__ = [
+    "allow_upload_body",
+    "json_or_form_body",
+    "request_body",
+    "uploaded_part",
+    "within_upload_limit",
+]
 
 
 def json_or_form_body() -> dict[str, Any]:
@@ -47,6 +53,8 @@ def request_body(blp: Blueprint, body: dict[str, Any]) -> Callable[[F], F]:
 
 
 def allow_upload_body() -> int:
+    """Raise the body limit of this request to ``PPS_MAX_UPLOAD_BYTES`` and the multipart
+    framing around the file (the limit is the file's); a body that says it is larger is 413."""
     limit: int = current_app.extensions["pps.settings"].max_upload_bytes
     # Multipart framing adds a few hundred bytes around the file.
     request.max_content_length = limit + 64 * 1024
@@ -77,4 +85,15 @@ def uploaded_part(field: str = "file") -> tuple[str, bytes]:
             f"The multipart body has no file part named {field!r}.",
             errors={field: [f"Missing: send the file as the multipart part {field!r}."]},
         )
-    return part.filename or "", part.read()
+    return part.filename or "", within_upload_limit(part.read())
+
+
+def within_upload_limit(data: bytes) -> bytes:
+    """``data``, an uploaded file; 413 (as for a larger body) when it is over the limit."""
+    limit: int = current_app.extensions["pps.settings"].max_upload_bytes
+    if len(data) > limit:
+        raise PayloadTooLarge(
+            f"The file has {len(data)} bytes; files of at most {limit} bytes are accepted "
+            "(PPS_MAX_UPLOAD_BYTES)."
+        )
+    return data
