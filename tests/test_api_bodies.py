@@ -185,6 +185,25 @@ def test_multipart_without_a_usable_boundary_is_400(api: ApiClient, repo: SqlRep
     assert snapshot(repo) == before
 
 
+@pytest.mark.parametrize("path", ["/api-ext/file", "/api-ext/draft/{draft}/variable-data"])
+def test_a_file_part_whose_headers_are_not_utf8_is_400_not_a_missing_part(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str], path: str
+) -> None:
+    """Werkzeug drops the whole multipart body when a part's headers are not UTF-8 (here a
+    Latin-1 file name): the upload then looked as if it had no part 'file' at all (422)."""
+    before = snapshot(repo)
+    latin1_name = (
+        b'--b\r\nContent-Disposition: form-data; name="file"; filename="M\xfcller.csv"\r\n'
+        b"Content-Type: text/csv\r\n\r\nname\r\nAda\r\n--b--\r\n"
+    )
+    response = api.post(
+        url(path, world), data=latin1_name, content_type="multipart/form-data; boundary=b"
+    )
+    body = assert_error(response, 400)
+    assert "UTF-8" in body["message"], body
+    assert snapshot(repo) == before
+
+
 def test_multipart_fields_in_utf8_are_read(api: ApiClient) -> None:
     response = api.post(
         "/api-ext/user",

@@ -13,20 +13,43 @@ read: pps decodes none, and reading gzip bytes as JSON or a form would either fa
 misleading message or, for a body that merely claims a coding, be processed as something the
 client said it was not. RFC 9110 15.5.16: 415 for an unsupported content coding, with
 ``Accept-Encoding`` naming the codings accepted (only ``identity``).
+
+A form body Werkzeug's parser cannot read (a malformed multipart body, a part whose headers
+are not UTF-8) is a 400 too: the parser would drop the whole form without a word, and an
+upload would then be refused for lacking the file part it has.
 """
 
 from __future__ import annotations
 
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from flask import Request
 from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.formparser import FormDataParser
 from werkzeug.utils import cached_property
 from werkzeug.wsgi import LimitedStream
 
-from pps.platform.errors import UnsupportedMediaType
+from pps.platform.errors import BadRequest, UnsupportedMediaType
 
-__all__ = ["LimitedRequest", "MaxBodyStream"]
+__all__ = ["LimitedRequest", "MaxBodyStream", "StrictFormDataParser"]
+
+FORM_UNREADABLE = (
+    "The form body cannot be read: the multipart body is malformed, or a part's headers "
+    "are not valid UTF-8."
+)
+
+
+class StrictFormDataParser(FormDataParser):
+    """Werkzeug's form parser, with a body it cannot read refused (400), not read as empty."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "silent": False})
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().parse(*args, **kwargs)
+        except ValueError:  # UnicodeDecodeError included
+            raise BadRequest(FORM_UNREADABLE) from None
 
 
 class MaxBodyStream(LimitedStream):
@@ -56,6 +79,8 @@ def _has_body(request: Request) -> bool:
 
 
 class LimitedRequest(Request):
+    form_data_parser_class = StrictFormDataParser
+
     @cached_property
     def stream(self) -> IO[bytes]:
         coding = self.headers.get("Content-Encoding", "").strip()
