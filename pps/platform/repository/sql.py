@@ -461,7 +461,9 @@ class SqlRepository:
         return _user(found) if found else None
 
     @staticmethod
-    def _lock_user(conn: Connection, client: str, identifier: str) -> bool:
+    def _lock_user(
+        conn: Connection, client: str, identifier: str, *, removing: bool = False
+    ) -> bool:
         """Whether the user exists, holding it until the transaction ends, so a concurrent
         delete or merge cannot slip in before this transaction's writes.
 
@@ -470,14 +472,22 @@ class SqlRepository:
         SQLite's driver begins a transaction only at the first write, so a check by SELECT
         would run outside it and a user deleted meanwhile made the writes fail on the
         foreign key (a 500) or a second merge report success.
+
+        ``removing``: the transaction deletes the user, so rows that name it are held off
+        too. On PostgreSQL the write's lock does not block the KEY SHARE lock of a foreign
+        key check: a draft inserted for a merge's source between the move of its drafts
+        and its delete was deleted by the cascade after its create had answered 201.
+        ``FOR UPDATE`` waits for inserts under way (whose drafts are then moved) and makes
+        later ones find the user gone (SQLite's write lock covers this already).
         """
         if _impossible(client, identifier):
             return False
+        this_user = sa.and_(users.c.identifier == identifier, users.c.client_identifier == client)
         touched = conn.execute(
-            users.update()
-            .where(users.c.identifier == identifier, users.c.client_identifier == client)
-            .values(updated_at=users.c.updated_at)
+            users.update().where(this_user).values(updated_at=users.c.updated_at)
         )
+        if touched.rowcount == 1 and removing:
+            conn.execute(sa.select(users.c.identifier).where(this_user).with_for_update())
         return touched.rowcount == 1
 
     def get_user(self, client: str, identifier: str) -> User | None:
@@ -511,7 +521,7 @@ class SqlRepository:
         with self.engine.connect() as conn, conn.begin() as transaction:
             # The user first, then its drafts, as claims and merges take them: locked in
             # the other order, a claim moving drafts to this user deadlocked with it.
-            if not self._lock_user(conn, client, identifier):
+            if not self._lock_user(conn, client, identifier, removing=True):
                 transaction.rollback()
                 return False
             conn.execute(
@@ -532,7 +542,7 @@ class SqlRepository:
         with self.engine.connect() as conn, conn.begin() as transaction:
             # Always in the same order, so two merges cannot deadlock.
             for identifier in sorted((target, source)):
-                if not self._lock_user(conn, client, identifier):
+                if not self._lock_user(conn, client, identifier, removing=identifier == source):
                     transaction.rollback()
                     return False
             conn.execute(
