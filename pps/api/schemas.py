@@ -119,8 +119,8 @@ class UserInput(Input):
         allow_none=True,
         validate=validate.Length(max=50),
         metadata={
-            "description": "A string or an integer (a salutation code); kept and answered as "
-            'text (`1` reads back as `"1"`).'
+            "description": "A string or a number (a salutation code); kept and answered as "
+            'text (`1` reads back as `"1"`, `1.5` as `"1.5"`).'
         },
     )
     locale = fields.String(
