@@ -51,6 +51,7 @@ from test_e2e_gunicorn import Shop, shop_with_draft
 
 from pps.platform.settings import Settings
 from pps.templates.files import preview_key
+from pps.uploads.web_body import MULTIPART_FRAMING
 
 pytestmark = pytest.mark.slow
 
@@ -412,7 +413,7 @@ def test_body_limit_of_nginx_matches_the_app_default() -> None:
 
 
 def test_upload_limit_of_nginx_matches_the_app_default() -> None:
-    assert upload_body_limit(SHIPPED) == Settings().max_upload_bytes
+    assert upload_body_limit(SHIPPED) == Settings().max_upload_bytes + MULTIPART_FRAMING
     for upload in (
         "/api-ext/draft/abc123/upload",
         "/api-ext/file",

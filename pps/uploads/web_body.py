@@ -19,12 +19,19 @@ from pps.api.parser import check_storable, json_object_body, php_form, urlencode
 from pps.platform.errors import PayloadTooLarge, ValidationFailed
 
 __all__ = [
+    "MULTIPART_FRAMING",
     "allow_upload_body",
     "json_or_form_body",
     "request_body",
     "uploaded_part",
     "within_upload_limit",
 ]
+
+
+#: Bytes an upload's body may have beyond ``PPS_MAX_UPLOAD_BYTES``: the multipart framing
+#: (boundaries and part headers, a few hundred bytes) around a file of the largest size.
+#: deploy/nginx.conf's upload location allows the same (64m + 64k = 65600k).
+MULTIPART_FRAMING = 64 * 1024
 
 
 def json_or_form_body() -> dict[str, Any]:
@@ -56,9 +63,9 @@ def allow_upload_body() -> int:
     """Raise the body limit of this request to ``PPS_MAX_UPLOAD_BYTES`` and the multipart
     framing around the file (the limit is the file's); a body that says it is larger is 413."""
     limit: int = current_app.extensions["pps.settings"].max_upload_bytes
-    # Multipart framing adds a few hundred bytes around the file.
-    request.max_content_length = limit + 64 * 1024
-    if request.content_length is not None and request.content_length > limit + 64 * 1024:
+    body_limit = limit + MULTIPART_FRAMING
+    request.max_content_length = body_limit
+    if request.content_length is not None and request.content_length > body_limit:
         raise PayloadTooLarge(
             f"The upload has {request.content_length} bytes; files of at most {limit} bytes "
             "are accepted (PPS_MAX_UPLOAD_BYTES)."
