@@ -155,6 +155,28 @@ def test_sdk_calls_answer_as_the_sdk_expects(
     assert len(hook.bodies()) == 2
 
 
+def test_a_review_closed_is_a_review_closed_webhook_event(
+    api: ApiClient, draft: Draft, reviewer: User, hook: Receiver
+) -> None:
+    """``review.closed`` is an event a webhook may subscribe to (``POST /api-ext/webhook``
+    accepts it, docs/api.md lists it): closing a review delivers it, naming the review,
+    its draft and the outcome, never a reviewer's comment."""
+    subscribed = api.post("/api-ext/webhook", json={"event": "review.closed", "url": hook.url})
+    assert subscribed.status_code == 201, subscribed.get_json()
+    review_id = create(api, draft.draft_hash, [reviewer.identifier])
+    empty_204(api.post(f"/api-ext/review/{review_id}/close-review"))
+    (event,) = wait_for(hook, 1)
+    assert event["type"] == "review.closed"
+    data = event["data"]
+    assert data["reviewId"] == review_id and data["draftId"] == draft.draft_hash
+    assert data["state"] == "closed" and data["closedAt"]
+    assert "comment" not in str(data)
+    # Closing again changes nothing and tells nobody.
+    empty_204(api.post(f"/api-ext/review/{review_id}/close-review"))
+    time.sleep(0.3)
+    assert len(hook.bodies()) == 1
+
+
 def test_php_form_and_empty_callback_url(api: ApiClient, draft: Draft, reviewer: User) -> None:
     """A form body with PHP's list spelling; an empty closeCallbackURL means no callback."""
     response = api.post(

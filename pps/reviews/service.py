@@ -29,6 +29,7 @@ from pps.reviews import model
 from pps.reviews.model import MAX_REVIEWERS, Review, ReviewClosed, ReviewRuleBroken
 from pps.reviews.proof import print_pdf, proof_pdf, proof_pdf_key
 from pps.reviews.store import ReviewStore, ReviewTargetGone, StaleReview
+from pps.webhooks.events import REVIEW_CLOSED, emit
 from pps.webhooks.notifications import (
     REVIEW_CLOSED_NOTIFICATION,
     REVIEW_PDF_NOTIFICATION,
@@ -287,10 +288,15 @@ class Reviews:
         raise Conflict("The review kept changing; try again.")
 
     def _closed(self, review: Review) -> None:
-        """Tell the shop (and the log) that the review is over."""
+        """Tell the shop (its ``closeCallbackURL`` and its ``review.closed`` webhooks) and
+        the log that the review is over."""
         log.info(
             "review %s of client %s is %s", review.review_id, review.client_identifier, review.state
         )
+        # The webhook event names records and the outcome, never a reviewer's comment.
+        status = review.status()
+        payload = {key: status[key] for key in ("reviewId", "draftId", "state", "closedAt")}
+        emit(self.svc, review.client_identifier, REVIEW_CLOSED, payload)
         if review.close_callback_url:
             self.send(
                 review.client_identifier,
