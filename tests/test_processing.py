@@ -400,6 +400,32 @@ def test_other_tenants_and_unknown_draft_ids_fail_alone_while_the_others_proceed
         assert [d["state"] for d in first] == ["failed", "pending", "failed"]
 
 
+def test_a_batch_of_unknown_drafts_only_is_announced_to_its_webhooks_once(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, worker_mode: str
+) -> None:
+    """Every draft failed at submission: the batch is over before its job runs, and no
+    draft changes state afterwards. A ``processing.state_changed`` webhook still hears
+    of its final state, once, as ``stateChangedNotifyUrl`` does."""
+    with receiver() as webhook, receiver() as notify:
+        subscribed = api.post(
+            "/api-ext/webhook", json={"event": "processing.state_changed", "url": webhook.url}
+        )
+        assert subscribed.status_code == 201, subscribed.get_json()
+        processing_id = submit(api, ["no-such-draft", "nor-this-one"], notify.url)
+        run_jobs(app, worker_mode)
+        # A job run again (after an outage) announces nothing more.
+        run_processing(job_from_services(app.extensions["pps"]), tenant.identifier, processing_id)
+        drain_notifications(app)
+        events = webhook.bodies()
+        notified = notify.bodies()
+    final = status(api, processing_id)
+    assert snapshot_states(final) == ["failed", "failed"]
+    assert notified == [final]
+    assert [(event["type"], event["data"]) for event in events] == [
+        ("processing.state_changed", final)
+    ]
+
+
 def test_other_tenants_processing_id_is_404(
     app: Flask,
     api: ApiClient,

@@ -18,6 +18,7 @@ from pps.platform.queue import JobQueueUnavailable
 from pps.platform.repository.processing import FAILED, PENDING
 from pps.processing.notify import ForbiddenTarget, check_notify_url
 from pps.processing.schemas import ProcessingCreatedOut, ProcessingCreateInput, ProcessingOut
+from pps.webhooks.events import PROCESSING_STATE_CHANGED, emit
 
 log = logging.getLogger("pps")
 
@@ -88,6 +89,10 @@ def create_processing(data: dict[str, Any]) -> tuple[Any, int, dict[str, str]]:
         raise ServiceUnavailable(
             "The job queue is unavailable; nothing was queued. Try again shortly."
         ) from None
+    if processing.finished:
+        # Every draft failed at submission: no state changes in the job, which would
+        # announce it, so the webhooks hear of the final state here (once).
+        emit(services(), client, PROCESSING_STATE_CHANGED, processing.status())
     location = url_for("api.processing.show_processing", processing_id=processing.processing_id)
     return processing, 201, {"Location": location}
 
