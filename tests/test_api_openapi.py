@@ -234,6 +234,25 @@ def test_form_bodies_document_both_array_encodings(spec: dict[str, Any]) -> None
     assert f"{MAX_DEPTH} levels" in described
 
 
+@pytest.mark.parametrize(
+    ("schema", "field"),
+    [
+        ("ProcessingCreateInput", "stateChangedNotifyUrl"),
+        ("ReviewCreateInput", "closeCallbackURL"),
+        ("ReviewPdfInput", "notifyCallbackURL"),
+        ("WebhookInput", "url"),
+    ],
+)
+def test_url_fields_state_the_address_rules_the_code_applies(
+    spec: dict[str, Any], schema: str, field: str
+) -> None:
+    """Loopback and private addresses are allowed by PPS_NOTIFY_ALLOW_PRIVATE or the
+    client's allowed hosts; link-local ones never (pps.platform.ssrf)."""
+    text = component(spec, schema)["properties"][field]["description"]
+    assert "PPS_NOTIFY_ALLOW_PRIVATE" in text and "allow-host" in text, text
+    assert re.search(r"link-local[^.]*always", text), text
+
+
 def test_tags_and_security_scheme(spec: dict[str, Any]) -> None:
     tags = {tag["name"] for tag in spec["tags"]}
     assert {"User", "Draft", "Template", "Client"} <= tags

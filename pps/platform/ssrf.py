@@ -50,6 +50,7 @@ from urllib.parse import SplitResult, quote, urlsplit
 from pps.platform.name_lookup import LookupTimeout, Resolver, default_resolver
 
 __all__ = [
+    "ADDRESS_RULES",
     "SPECIAL_PURPOSE",
     "ForbiddenTarget",
     "IPAddress",
@@ -71,6 +72,13 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 MAX_URL_LENGTH = 2000
+#: The rule above in one sentence, for the API reference of every URL a shop gives.
+ADDRESS_RULES = (
+    "Loopback and private (RFC 1918, CGNAT, unique-local) addresses are refused (422) "
+    "unless the operator allows them (PPS_NOTIFY_ALLOW_PRIVATE, or `pps client allow-host` "
+    "for this client's host); link-local and every other special-purpose address always. "
+    "Checked now and again at every send."
+)
 #: Largest answer body read; receivers' answers are not used beyond the ACL's small JSON.
 MAX_RESPONSE_BYTES = 256 * 1024
 #: Every printable ASCII character: kept as it is in a request target; only the characters

@@ -10,6 +10,7 @@ from marshmallow import fields, validate
 
 from pps.api.schemas import Input, Output
 from pps.platform.repository.processing import STATES
+from pps.platform.ssrf import ADDRESS_RULES
 
 MAX_DRAFTS = 100
 
@@ -34,8 +35,7 @@ class ProcessingCreateInput(Input):
             "description": "Optional http(s) URL. On every state change pps POSTs the same "
             "JSON as GET /api-ext/pdf-processing/{processingId} there (Content-Type: "
             "application/json), with a timeout and a few retries with backoff; redirects "
-            "are not followed. Hosts on loopback, private or link-local addresses are "
-            "refused (422) unless the operator allows private ones."
+            "are not followed. " + ADDRESS_RULES
         },
     )
 

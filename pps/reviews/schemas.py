@@ -5,12 +5,12 @@ from __future__ import annotations
 from marshmallow import fields, validate
 
 from pps.api.schemas import Input, Output
+from pps.platform.ssrf import ADDRESS_RULES
 from pps.reviews.model import MAX_REVIEWERS
 
 _URL_RULES = (
     "pps POSTs JSON there (Content-Type: application/json) with a timeout and a few "
-    "retries with backoff; redirects are not followed. Hosts on loopback, private or "
-    "link-local addresses are refused (422) unless the operator allows private ones."
+    "retries with backoff; redirects are not followed. " + ADDRESS_RULES
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from pps.api.schemas import Input, MetaOut, Output, one
-from pps.platform.ssrf import MAX_URL_LENGTH
+from pps.platform.ssrf import ADDRESS_RULES, MAX_URL_LENGTH
 from pps.webhooks.events import EVENTS
 
 
@@ -26,8 +26,7 @@ class WebhookInput(Input):
         validate=validate.Length(min=1, max=MAX_URL_LENGTH),
         metadata={
             "description": "http(s) URL that receives the events. The same rules as for "
-            "`stateChangedNotifyUrl`: no user or password, no private or special-purpose "
-            "address (checked now and again at every send), redirects not followed."
+            "`stateChangedNotifyUrl`: no user or password, redirects not followed. " + ADDRESS_RULES
         },
     )
 
