@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pypdfium2
@@ -28,8 +29,11 @@ from processing_support import (
 )
 
 from pps.platform.models import Client
+from pps.platform.outages import DATABASE_DOWN
 from pps.platform.repository.sql import SqlRepository
 from pps.platform.repository.tables import processing_drafts, processings
+from pps.platform.settings import Settings
+from pps.processing import retry
 from pps.processing.job import fail_processing, job_from_services, run_processing
 
 PROCESSING_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -527,3 +531,25 @@ def test_a_dead_job_fails_what_is_unfinished_and_says_so(
     ]
     assert status(api, processing_id)["draftStates"] == expected
     assert [body["draftStates"] for body in bodies] == [expected]
+
+
+@pytest.mark.parametrize("backoff", [15.0, 0.0])
+def test_a_job_keeps_coming_back_after_a_thousand_attempts(
+    monkeypatch: pytest.MonkeyPatch, backoff: float
+) -> None:
+    """A give-up that cannot be written comes back with its attempt counted on (and
+    PPS_JOB_RETRIES has no upper bound). Past about 1030 attempts the doubling delay
+    overflowed: the failure callback raised, the job was never queued again, and its
+    drafts stayed ``pending``. It comes back after the longest delay instead."""
+    queued: list[tuple[dict[str, Any], float]] = []
+    monkeypatch.setattr(
+        retry, "_again", lambda job, connection, meta, delay: queued.append((meta, delay))
+    )
+    job = SimpleNamespace(
+        args=("ShopA", "0" * 32), meta={retry.ATTEMPT: 2000, retry.GIVE_UP: "Given up."}
+    )
+    settings = Settings(job_retry_backoff=backoff)
+    retry.after_outage(job, None, settings, lambda message: None, DATABASE_DOWN)
+    assert queued == [
+        ({retry.ATTEMPT: 2001, retry.GIVE_UP: "Given up."}, retry.MAX_DELAY if backoff else 0.0)
+    ]

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from processing_support import card_draft, card_template, receiver
 from standardwebhooks import Webhook as StandardWebhook
 
 from app import create_app
+from pps.platform.repository.tables import webhook_deliveries
 from pps.platform.ssrf import ForbiddenTarget, address_problem, check_url, parse_target, post
 from pps.webhooks.events import DRAFT_CREATED, EVENTS, PROCESSING_STATE_CHANGED, emit
 
@@ -580,6 +582,44 @@ def test_a_receiver_that_is_down_is_retried_with_backoff(hook_app: Flask) -> Non
     # Pauses of 0.4 s and 0.8 s (PPS_WEBHOOK_BACKOFF doubling) lie between the 3 attempts.
     assert time.monotonic() - started >= 1.2
     assert services.integrations.pending(client.identifier) == 0
+
+
+def test_a_message_tried_a_thousand_times_waits_the_longest_pause_for_its_next_try(
+    app_config: dict[str, Any],
+) -> None:
+    """An operator may allow thousands of attempts (PPS_WEBHOOK_ATTEMPTS has no upper
+    bound). Past about 1025 of them the doubling backoff overflowed a float: the failure
+    was never recorded and the message was tried again at every lease expiry, forever,
+    with a traceback each time. It waits the longest pause (an hour) instead."""
+    application = create_app(
+        {**app_config, "worker_mode": "thread", "webhook_poll": 0.05, "webhook_attempts": 5000}
+    )
+    try:
+        services = application.extensions["pps"]
+        client, api = shop(application, "Shop A")
+        url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens: refused
+        assert api.post(URL, json={"event": "draft.updated", "url": url}).status_code == 201
+        engine = services.integrations.engine
+        mine = webhook_deliveries.c.client_identifier == client.identifier
+        # Queued without waking a dispatcher (none runs yet), as if tried 1100 times.
+        assert services.integrations.enqueue(client.identifier, "draft.updated", {"n": 1}) == 1
+        with engine.begin() as conn:
+            conn.execute(sa.update(webhook_deliveries).where(mine).values(attempts=1100))
+        dispatcher = services.dispatcher()
+        assert dispatcher is not None
+        dispatcher.wake()
+
+        def recorded() -> Any:
+            with engine.connect() as conn:
+                row = conn.execute(sa.select(webhook_deliveries).where(mine)).one()
+            return row if row.attempts == 1101 else None
+
+        row = wait_until(recorded)
+        assert row.lease_until is None
+        pause = row.next_attempt_at.replace(tzinfo=UTC) - datetime.now(UTC)
+        assert timedelta(minutes=59) < pause <= timedelta(hours=1)
+    finally:
+        application.extensions["pps"].close()
 
 
 class Hanging:

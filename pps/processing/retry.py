@@ -41,7 +41,11 @@ MAX_DELAY = 900.0
 
 def retry_delay(attempt: int, backoff: float) -> float:
     """Seconds before the attempt after ``attempt`` (1 for the first run)."""
-    return float(min(backoff * 2 ** (attempt - 1), MAX_DELAY))
+    try:
+        delay = backoff * 2 ** (attempt - 1)
+    except OverflowError:  # past ~1030 attempts (a give-up keeps counting): past the cap
+        delay = MAX_DELAY if backoff > 0 else 0.0
+    return float(min(delay, MAX_DELAY))
 
 
 def given_up(job: Any) -> str | None:

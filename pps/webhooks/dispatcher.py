@@ -114,7 +114,11 @@ class OutboxJob(Protocol):
 
 def retry_pause(backoff: float, attempts_made: int) -> float:
     """Seconds before the next attempt, after ``attempts_made`` failed ones."""
-    return float(min(MAX_PAUSE, backoff * 2.0 ** max(0, attempts_made - 1)))
+    try:
+        pause = backoff * 2.0 ** max(0, attempts_made - 1)
+    except OverflowError:  # past ~1025 attempts (no bound on them): long past the cap
+        pause = MAX_PAUSE if backoff > 0 else 0.0
+    return float(min(MAX_PAUSE, pause))
 
 
 class Dispatcher:
