@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from pps.platform.backoff import doubling_pause
 from pps.platform.outages import outage_message
 from pps.platform.queue import queue_processing
 from pps.platform.settings import Settings
@@ -41,11 +42,7 @@ MAX_DELAY = 900.0
 
 def retry_delay(attempt: int, backoff: float) -> float:
     """Seconds before the attempt after ``attempt`` (1 for the first run)."""
-    try:
-        delay = backoff * 2 ** (attempt - 1)
-    except OverflowError:  # past ~1030 attempts (a give-up keeps counting): past the cap
-        delay = MAX_DELAY if backoff > 0 else 0.0
-    return float(min(delay, MAX_DELAY))
+    return doubling_pause(backoff, attempt, MAX_DELAY)
 
 
 def given_up(job: Any) -> str | None:

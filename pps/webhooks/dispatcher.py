@@ -67,6 +67,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Protocol
 
+from pps.platform.backoff import doubling_pause
 from pps.platform.name_lookup import Resolver
 from pps.platform.outages import outage_message
 from pps.platform.repository.integrations import Delivery, LeaseLost, SqlIntegrationStore
@@ -114,11 +115,7 @@ class OutboxJob(Protocol):
 
 def retry_pause(backoff: float, attempts_made: int) -> float:
     """Seconds before the next attempt, after ``attempts_made`` failed ones."""
-    try:
-        pause = backoff * 2.0 ** max(0, attempts_made - 1)
-    except OverflowError:  # past ~1025 attempts (no bound on them): long past the cap
-        pause = MAX_PAUSE if backoff > 0 else 0.0
-    return float(min(MAX_PAUSE, pause))
+    return doubling_pause(backoff, attempts_made, MAX_PAUSE)
 
 
 class Dispatcher:
