@@ -401,3 +401,40 @@ def test_a_request_to_a_name_that_does_not_resolve_fails_as_a_network_error() ->
         resolver=Resolver(lookup=FailingNameServer(socket.EAI_NONAME, failures=1)),
     )
     assert decision.reason == "the shop's access control's host name did not resolve"
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost", "localhost.", "LOCALHOST", "shop.localhost", "a.b.localhost."]
+)
+def test_localhost_names_are_loopback_without_asking_a_name_server(host: str) -> None:
+    """RFC 6761 6.3: no lookup at all (``localhost.`` with its root dot is not in /etc/hosts,
+    so the system's resolver sent it to the name server), and loopback is judged as such:
+    refused unless private addresses are allowed."""
+    asked: list[str] = []
+
+    def name_server(name: str, port: int, **options: Any) -> Sequence[tuple[Any, ...]]:
+        asked.append(name)
+        raise AssertionError(f"{name} was sent to a name server")
+
+    target = parse_target(f"http://{host}:8080/hook")
+    resolver = Resolver(lookup=name_server)
+    with pytest.raises(ForbiddenTarget, match=r"127\.0\.0\.1"):
+        resolve(target, False, timeout=5, resolver=resolver)
+    assert resolve(target, True, timeout=5, resolver=resolver) == [
+        ipaddress.ip_address("127.0.0.1"),
+        ipaddress.ip_address("::1"),
+    ]
+    assert asked == []
+
+
+@pytest.mark.parametrize("host", ["localhost.shop.example", "notlocalhost", "localhost-1.example"])
+def test_names_that_only_look_like_localhost_are_looked_up(host: str) -> None:
+    answered = [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", 80))]
+    asked: list[str] = []
+
+    def name_server(name: str, port: int, **options: Any) -> Sequence[tuple[Any, ...]]:
+        asked.append(name)
+        return answered
+
+    resolve(parse_target(f"http://{host}/"), True, timeout=5, resolver=Resolver(name_server))
+    assert asked == [host]

@@ -249,6 +249,22 @@ def parse_target(url: str) -> Target:
     return Target(scheme, host, port or (443 if scheme == "https" else 80), path)
 
 
+#: The answer for every localhost name (RFC 6761 6.3), given without asking a name server.
+_LOCALHOST = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
+
+
+def _is_localhost_name(host: str) -> bool:
+    """``localhost`` and the names under it, with or without the root's dot.
+
+    RFC 6761 6.3 reserves them for loopback and asks resolvers not to send them to a name
+    server: ``localhost.`` (the dot keeps it out of /etc/hosts) went to the machine's name
+    server, out of the host, only for its answer to be refused or, worse, to be a public
+    address that would then be let through.
+    """
+    name = host.lower().rstrip(".")
+    return name == "localhost" or name.endswith(".localhost")
+
+
 def resolve(
     target: Target,
     allow_private: bool,
@@ -260,7 +276,8 @@ def resolve(
 ) -> list[IPAddress]:
     """Every address of the target's host, each checked; :class:`ForbiddenTarget` if any fails.
 
-    An IP literal is judged without any lookup. For a name, *all* its addresses must be
+    An IP literal is judged without any lookup, and so is a localhost name (as loopback,
+    :func:`_is_localhost_name`). For a name, *all* its addresses must be
     allowed: a name with one public and one private address is refused, not half-trusted.
     A host in ``allowed_hosts`` (a client's intranet hosts) is judged as with
     ``allow_private``. The lookup is waited for at most ``timeout`` seconds
@@ -273,6 +290,8 @@ def resolve(
         literal = None
     if literal is not None:
         addresses = [literal]
+    elif _is_localhost_name(target.host):
+        addresses = list(_LOCALHOST)
     else:
         try:
             infos = (resolver or default_resolver()).getaddrinfo(target.host, target.port, timeout)
