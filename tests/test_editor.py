@@ -235,6 +235,24 @@ def test_unknown_draft_and_step_are_404(
     assert client.get(f"/editor/{draft.draft_hash}/<script>").status_code == 404
 
 
+@pytest.mark.parametrize("action", ["finish", "upload", "autosave"])
+def test_get_on_a_post_only_editor_url_is_405_naming_post(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft, action: str
+) -> None:
+    """A form's action opened as a link (a bookmark, a reload of the address) is the wrong
+    method, not a missing step; the ``Allow`` of any wrong method names only ``POST``."""
+    log_in(client, tenant, user)
+    for method in ("GET", "HEAD", "DELETE"):
+        response = client.open(f"/editor/{draft.draft_hash}/{action}", method=method)
+        assert response.status_code == 405, (method, action)
+        assert response.headers["Allow"] == "OPTIONS, POST", (method, action)
+        assert response.mimetype == "text/html"
+    assert client.delete(f"/editor/{draft.draft_hash}/edit").headers["Allow"] == (
+        "GET, HEAD, OPTIONS, POST"
+    )
+    assert client.delete(f"/editor/{draft.draft_hash}/wizard").status_code == 404
+
+
 # -- the form ----------------------------------------------------------------------------
 
 

@@ -215,14 +215,11 @@ def editor_default(draft_hash: str) -> Response:
     return _refuse_api_token() or _show(draft_hash, None)
 
 
-@bp.get("/editor/<draft_hash>/<step>")
+# Only the steps match: a catch-all ``<step>`` would also answer ``GET`` on the POST-only
+# ``finish``, ``upload`` and ``autosave`` (a 404 instead of the router's 405 with ``Allow``).
+@bp.get(f"/editor/<draft_hash>/<any({', '.join(map(repr, STEPS))}):step>")
 def editor_step(draft_hash: str, step: str) -> Response:
-    refused = _refuse_api_token()
-    if refused is not None:
-        return refused
-    if step not in STEPS:
-        raise NotFound(f"The editor has no step {step!r}; use one of: {', '.join(STEPS)}.")
-    return _show(draft_hash, step)
+    return _refuse_api_token() or _show(draft_hash, step)
 
 
 @bp.get("/editor/<draft_hash>/")
