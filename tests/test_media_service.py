@@ -139,6 +139,9 @@ def test_foreign_unknown_and_non_image_files_are_422(
         csv,
         {"file": mine, "crop": {"x": 500, "y": 0, "width": 300, "height": 150}},  # off the image
         {"file": mine, "crop": {"x": 0}},
+        # JSON numbers have no size limit: an integer beyond any float is still a number.
+        {"file": mine, "crop": {"x": 10**400, "y": 0, "width": 300, "height": 150}},
+        json.dumps({"file": mine, "crop": {"x": 0, "y": 0, "width": 10**400, "height": 1}}),
         ["not", "an", "image"],
     ):
         body = assert_error(new_draft(api, card, user, logo=value), 422, "apiDefaultValues.logo")

@@ -165,6 +165,11 @@ def test_a_data_key_cannot_be_both_an_image_and_a_text() -> None:
         ("{not json", False),
         ({"file": "quad", "crop": {"x": 0, "y": 0, "width": 0, "height": 5}}, False),
         ({"file": "quad", "crop": {"x": 0, "y": 0}}, False),
+        ({"file": "quad", "crop": {"x": 10**400, "y": 0, "width": 1, "height": 1}}, False),
+        (
+            '{"file": "quad", "crop": {"x": 0, "y": 0, "width": 1, "height": 1%s}}' % ("0" * 400),
+            False,
+        ),
         ({"file": "quad", "extra": 1}, False),
         (["quad"], False),
     ],

@@ -110,9 +110,11 @@ def parse_image_value(value: object) -> ImageValue | Problem | None:
     numbers = [crop[name] for name in ("x", "y", "width", "height")]
     if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
         return Problem(Code.VALUE_IMAGE, {"reason": "'crop' values must be numbers"})
-    x, y, width, height = (float(n) for n in numbers)
-    if not (x >= 0 and y >= 0 and width > 0 and height > 0) or max(x, y, width, height) > 1e6:
+    # Checked before float(): a JSON integer has no size limit, and 10**400 overflows a float.
+    x, y, width, height = numbers
+    if not (x >= 0 and y >= 0 and width > 0 and height > 0) or max(numbers) > 1e6:
         return Problem(Code.VALUE_IMAGE, {"reason": "'crop' must have a positive size"})
+    x, y, width, height = (float(n) for n in numbers)
     return _image(file, Crop(x, y, width, height))
 
 
