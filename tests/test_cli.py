@@ -674,6 +674,21 @@ def test_template_import_of_bad_files_is_a_clean_error(
     assert repo.list_templates(shop_a).items == []
 
 
+def test_template_import_of_a_number_beyond_any_float_is_a_clean_error(
+    runner: FlaskCliRunner, repo: SqlRepository, tmp_path: Path, shop_a: str
+) -> None:
+    """JSON integers have no size limit: 10**400 is out of range, not a crash."""
+    repo.create_client("Shop", identifier=shop_a)
+    path = write_template(
+        tmp_path, {"name": "Card", "size": {"width": 10**400, "height": 55}, "pages": [{}]}
+    )
+    result = pps(runner, "template", "import", str(path), "--client", shop_a)
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)  # a message, not a crash
+    assert "size.width: must be at most 5000" in result.stderr
+    assert repo.list_templates(shop_a).items == []
+
+
 def _cut_idat(chunks: bytes) -> bytes:
     """The PNG chunks after IHDR with IDAT's data halved and its CRC made right again."""
     import struct

@@ -83,7 +83,10 @@ def test_guides_are_bleed_and_safe_area_in_percent() -> None:
     assert found.data.split(" ")[0] == "2.027"
 
 
-@pytest.mark.parametrize(("given", "expected"), [(5, 5.0), (-1, 3.0), ("x", 3.0), (True, 3.0)])
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [(5, 5.0), (-1, 3.0), ("x", 3.0), (True, 3.0), pytest.param(10**400, 55 / 3, id="10**400")],
+)
 def test_a_template_may_set_its_safe_margin(given: Any, expected: float) -> None:
     spec = example_spec("business-card")
     custom = TemplateSpec(**{**spec.__dict__, "custom_attributes": {"safeMargin": given}})

@@ -202,6 +202,14 @@ E = "pages[0].elements"
         ("size", _DELETE, "size: is required when pages are given"),
         ("size.width", 0, "size.width: must be greater than 0"),
         ("size.height", 6000, "size.height: must be at most 5000"),
+        # A JSON integer has no size limit; beyond any float it is still out of range.
+        pytest.param("size.width", 10**400, "size.width: must be at most 5000", id="10**400"),
+        pytest.param(
+            "pages.0.elements.0.box.x",
+            -(10**400),
+            f"{E}[0].box.x: must be at least -5000",
+            id="-10**400",
+        ),
         ("size.unit", "in", 'size.unit: must be "mm" (the only unit), got "in"'),
         ("bleed", -1, "bleed: must be at least 0"),
         ("bleed", "3", 'bleed: must be a number, got "3"'),

@@ -105,7 +105,7 @@ def guides(spec: TemplateSpec) -> Guides:
     if isinstance(margin, bool) or not isinstance(margin, int | float) or margin < 0:
         margin = SAFE_MARGIN_MM
     # Never more than a third of a side: the safe area must stay an area.
-    safe = min(float(margin), spec.width / 3, spec.height / 3)
+    safe = float(min(margin, spec.width / 3, spec.height / 3))  # float(10**400) overflows
     return Guides(
         bleed_x=spec.bleed / spec.width * 100,
         bleed_y=spec.bleed / spec.height * 100,

@@ -69,7 +69,8 @@ class Reader:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.error(where, Code.SPEC_NOT_NUMBER, got=shown(value))
             return None
-        if not math.isfinite(value):
+        # An int is finite however large; math.isfinite(10**400) would overflow a float.
+        if isinstance(value, float) and not math.isfinite(value):
             self.error(where, Code.SPEC_NOT_FINITE)
             return None
         if gt is not None and value <= gt:
