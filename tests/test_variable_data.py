@@ -15,6 +15,7 @@ from flask import Flask
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from openpyxl import Workbook
+from openpyxl.worksheet.formula import ArrayFormula, DataTableFormula
 from pypdf import PdfReader
 from vdata_support import card_draft, card_template, csv_bytes, multipart
 
@@ -196,6 +197,37 @@ def test_xlsx_with_formula_kept_as_text(
     assert rows[1]["email"] == "12345"
     text = PdfReader(io.BytesIO(print_pdf(app, api, tenant, draft))).pages[0].extract_text()
     assert '=HYPERLINK("http://evil.example","x")' in text
+
+
+def test_xlsx_array_and_data_table_formulas_are_kept_as_their_text(
+    app: Flask, api: ApiClient, tenant: Client, draft: Draft
+) -> None:
+    """Excel stores array formulas (Ctrl+Shift+Enter, and the dynamic arrays of Excel 365
+    such as ``=TEXTJOIN``) and what-if data tables apart from plain formulas; openpyxl reads
+    them as objects, whose Python repr (with a memory address) was printed on the card."""
+    workbook = Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.append(HEADER)
+    sheet.append(["Plain", "a@example.org", "https://a.example"])
+    sheet.append(["Table", "b@example.org", "https://b.example"])
+    sheet.append(["Row table", "c@example.org", "https://c.example"])
+    sheet["A2"] = ArrayFormula("A2", '=TEXTJOIN(" ",TRUE,B1:C1)')
+    sheet["A3"] = DataTableFormula("A3", dt2D="1", r1="B1", r2="C1")
+    sheet["A4"] = DataTableFormula("A4", dtr="1", r1="B1")
+    out = io.BytesIO()
+    workbook.save(out)
+    response = api.post(
+        path(draft),
+        data=multipart("people.xlsx", out.getvalue(), columnMapping=json.dumps(MAPPING)),
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 204, response.get_data(as_text=True)
+    rows = api.get(path(draft)).get_json()["data"]
+    names = [row["name"] for row in rows]
+    assert names == ['=TEXTJOIN(" ",TRUE,B1:C1)', "=TABLE(B1,C1)", "=TABLE(B1,)"]
+    text = PdfReader(io.BytesIO(print_pdf(app, api, tenant, draft))).pages[0].extract_text()
+    assert "openpyxl" not in text and '=TEXTJOIN(" ",TRUE,B1:C1)' in text
 
 
 def test_csv_formula_is_literal(api: ApiClient, draft: Draft) -> None:

@@ -4,7 +4,8 @@ The first row of a file is its header. ``columnMapping`` maps each DataKey to a 
 either by its index (counted from 0, as the PHP SDK documents it: "column name to column
 index") or by its header text. Cells are kept as text exactly as written: a formula such as
 ``=HYPERLINK("http://...")`` is never evaluated and stays that literal text (openpyxl reads
-formulas as their source when ``data_only`` is off; CSV has no formulas). Numbers become
+formulas as their source when ``data_only`` is off, array formulas and data tables as
+objects, written back as Excel shows them; CSV has no formulas). Numbers become
 their shortest text (``12`` not ``12.0``), dates ISO 8601, empty cells an empty string.
 """
 
@@ -167,7 +168,34 @@ def _cell_text(value: object) -> str:
         return str(int(value))
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
+    if isinstance(value, str | int | float):
+        return str(value)
+    return _formula_text(value)
+
+
+def _formula_text(value: object) -> str:
+    """An array formula's or a data table's text as Excel shows it in the formula bar.
+
+    openpyxl reads these as objects, not as the formula's text: ``str()`` of one is its
+    Python repr (``<openpyxl...ArrayFormula object at 0x...>``), which was printed.
+    """
+    from openpyxl.worksheet.formula import ArrayFormula, DataTableFormula
+
+    if isinstance(value, ArrayFormula):
+        return str(value.text or "")
+    if isinstance(value, DataTableFormula):
+        # r1 is the row input cell of a two-way table, else the one input cell (a row
+        # input with dtr, else a column input); the other argument stays empty.
+        r1, r2 = value.r1 or "", value.r2 or ""
+        if _xml_true(value.dt2D):
+            return f"=TABLE({r1},{r2})"
+        return f"=TABLE({r1},)" if _xml_true(value.dtr) else f"=TABLE(,{r1})"
     return str(value)
+
+
+def _xml_true(flag: object) -> bool:
+    """An XML boolean attribute as openpyxl keeps it (the text ``"1"``, or a bool)."""
+    return str(flag).lower() in ("1", "true")
 
 
 def _texts(row: Sequence[object], width: int) -> list[str]:
