@@ -341,6 +341,20 @@ def test_a_truncated_image_or_font_is_refused(files: Path) -> None:
     assert errors[1].startswith("pages[1].elements[0].font: 'brand.ttf': cannot be used as a font")
 
 
+def test_unreadable_files_are_refused_without_the_readers_internals(files: Path) -> None:
+    """pikepdf and Pillow name a file read from memory by the stream's Python repr (an
+    address that differs on every run): the operator reads the reason alone."""
+    (files / "art.pdf").write_bytes(b"%PDF-1.4\n garbage")
+    (files / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 100)
+    errors = errors_of(template(), files)
+    assert errors == [
+        "pages[0].background.pdf: 'art.pdf' cannot be read as PDF: unable to find trailer "
+        "dictionary while recovering damaged file",
+        "pages[0].elements[2].file: 'logo.png' cannot be read as an image: its header is not "
+        "one of a PNG or JPEG",
+    ]
+
+
 def test_a_missing_artwork_page_is_named(files: Path) -> None:
     data = edit("pages.0.background.page", 2)
     assert errors_of(data, files) == [

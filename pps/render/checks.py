@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from io import BytesIO
 
 import pikepdf
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from pps.render.assets import AssetLoader, sniff
 from pps.render.errors import AssetError
@@ -29,12 +29,15 @@ from pps.render.model import (
     QrElement,
     TextElement,
 )
+from pps.render.pdf_errors import read_error
 from pps.render.problems import Code, Problem
 from pps.render.reader import Reader
 
 __all__ = ["check_files"]
 
 _Test = Callable[[str, bytes], Problem | None]
+#: Pillow found no image format whose header matches (as :mod:`pps.render.decode` says it).
+_NO_IMAGE = "its header is not one of a PNG or JPEG"
 
 
 def check_files(
@@ -121,7 +124,7 @@ def _pdf_problem(name: str, data: bytes, page: int, width: float, height: float)
     except pikepdf.PasswordError:
         return Problem(Code.FILE_ENCRYPTED, {"name": shown})
     except (pikepdf.PdfError, ValueError, TypeError) as exc:
-        return Problem(Code.FILE_UNREADABLE_PDF, {"name": shown, "reason": str(exc)})
+        return Problem(Code.FILE_UNREADABLE_PDF, {"name": shown, "reason": read_error(exc)})
     if art_w <= 0 or art_h <= 0:
         return Problem(Code.FILE_EMPTY_TRIM, {"name": shown, "page": page})
     if abs((art_w / art_h) / (width / height) - 1) > ASPECT_TOLERANCE:
@@ -150,6 +153,8 @@ def _image_problem(name: str, data: bytes) -> Problem | None:
                 image.verify()
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         return Problem(Code.FILE_TOO_MANY_PIXELS, {"name": repr(name)})
+    except UnidentifiedImageError:  # its message names the in-memory stream by its repr
+        return Problem(Code.FILE_UNREADABLE_IMAGE, {"name": repr(name), "reason": _NO_IMAGE})
     except (OSError, SyntaxError, ValueError) as exc:
         return Problem(Code.FILE_UNREADABLE_IMAGE, {"name": repr(name), "reason": str(exc)})
     return None
