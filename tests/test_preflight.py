@@ -342,6 +342,46 @@ def test_uploads_that_cannot_be_print_files_are_refused_by_name(
     assert not list(app.extensions["pps"].storage.root.rglob(f"drafts/*/{hash_}/upload/*"))
 
 
+def _with_entry(data: bytes, key: str, value: Any) -> bytes:
+    """``data`` with ``key`` of its first page set to ``value``, as a broken writer makes it."""
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        pdf.pages[0].obj[key] = value
+        out = io.BytesIO()
+        pdf.save(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("/Rotate", pikepdf.Name("/Ninety"), "Page 1 has a /Rotate that is not a number"),
+        ("/Rotate", pikepdf.String("90"), "Page 1 has a /Rotate that is not a number"),
+        ("/Rotate", pikepdf.Array([90]), "Page 1 has a /Rotate that is not a number"),
+        ("/TrimBox", pikepdf.Name("/Trim"), "Page 1 has a /TrimBox that is not four numbers"),
+        ("/TrimBox", pikepdf.Array([0, 0]), "Page 1 has a /TrimBox that is not four numbers"),
+        (
+            "/BleedBox",
+            pikepdf.Array([0, 0, pikepdf.Name("/W"), 10]),
+            "Page 1 has a /BleedBox that is not four numbers",
+        ),
+    ],
+)
+def test_a_page_rotation_or_box_that_is_not_a_number_is_refused_by_name(
+    api: ApiClient, upload_template: Template, app: Flask, key: str, value: Any, words: str
+) -> None:
+    """A 500 before; a box the reader could not unpack blamed the template's files."""
+    hash_ = new_draft(api, upload_template, intent="upload")["draftHash"]
+    data = print_pdf(2)
+    if key == "/BleedBox":  # read only beside a TrimBox
+        inset = 3 * 72 / 25.4
+        with pikepdf.open(io.BytesIO(data)) as pdf:
+            x0, y0, x1, y1 = (float(v) for v in pdf.pages[0].mediabox)
+        data = _with_entry(data, "/TrimBox", [x0 + inset, y0 + inset, x1 - inset, y1 - inset])
+    assert refusal(upload(api, hash_, _with_entry(data, key, value))) == [f"{words}."]
+    assert shown(api, hash_)["preflightStatus"] == PREFLIGHT_NOT_CHECKED
+    assert not list(app.extensions["pps"].storage.root.rglob(f"drafts/*/{hash_}/upload/*"))
+
+
 def test_upload_only_for_upload_intents(api: ApiClient, upload_template: Template) -> None:
     draft = new_draft(api, upload_template, intent="customize")
     response = upload(api, draft["draftHash"], print_pdf(2))

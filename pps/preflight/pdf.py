@@ -142,13 +142,24 @@ def _page_problems(pdf: pikepdf.Pdf, spec: TemplateSpec) -> list[str]:
     whole = f"{trim_w + 2 * bleed:g} x {trim_h + 2 * bleed:g} mm"
     for index, page in enumerate(pdf.pages):
         number = index + 1
-        if int(page.obj.get("/Rotate", 0)) % 360:
+        try:
+            rotate = int(page.obj.get("/Rotate", 0))
+        except (TypeError, ValueError):  # a name, a string, an array: a broken writer's
+            problems.append(f"Page {number} has a /Rotate that is not a number.")
+            continue
+        if rotate % 360:
             problems.append(f"Page {number} is rotated (/Rotate); save it upright.")
             continue
-        media = _box(page.mediabox)
-        if "/TrimBox" in page.obj:
-            trim = _box(page.trimbox)
-            outer = _box(page.bleedbox) if "/BleedBox" in page.obj else media
+        try:
+            media = _box(page.mediabox)
+            trim = outer = None
+            if "/TrimBox" in page.obj:
+                trim = _box(page.trimbox, "/TrimBox")
+                outer = _box(page.bleedbox, "/BleedBox") if "/BleedBox" in page.obj else media
+        except _NotABox as exc:
+            problems.append(f"Page {number} has a {exc} that is not four numbers.")
+            continue
+        if trim is not None and outer is not None:
             size = (_mm(trim[2] - trim[0]), _mm(trim[3] - trim[1]))
             if not _near(size, (trim_w, trim_h)):
                 problems.append(
@@ -342,8 +353,20 @@ def _visited(obj: pikepdf.Object, seen: set[tuple[int, int]]) -> bool:
     return False
 
 
-def _box(box: pikepdf.Array) -> tuple[float, float, float, float]:
-    x0, y0, x1, y1 = (float(value) for value in box)
+class _NotABox(Exception):
+    """A page box that is not an array of four numbers; the message names the box."""
+
+
+def _box(box: pikepdf.Object, name: str = "/MediaBox") -> tuple[float, float, float, float]:
+    """``box`` as (left, bottom, right, top); :class:`_NotABox` naming ``name`` otherwise.
+
+    pikepdf answers a missing or broken MediaBox with a default, but a TrimBox or
+    BleedBox as the file has it.
+    """
+    try:
+        x0, y0, x1, y1 = (float(value) for value in box)
+    except (TypeError, ValueError):
+        raise _NotABox(name) from None
     return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
 
 
