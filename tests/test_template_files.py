@@ -711,3 +711,30 @@ def test_a_lone_surrogate_anywhere_is_refused(
     assert errors == [
         f"{path}: contains a lone UTF-16 surrogate; the file must be valid Unicode text"
     ]
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ({"name": "Card\u0000"}, "name"),
+        ({"name": "Card", "customAttributes": {"a": ["ok", "x\u0000"]}}, "customAttributes.a[1]"),
+        ({"name": "Card", "customAttributes": {"k\u0000": 1}}, "customAttributes (a key)"),
+        ({"name": "Card", "dataKeys": ["first\u0000"]}, "dataKeys[0]"),
+        (
+            {
+                "name": "Card",
+                "size": {"width": 85, "height": 55},
+                "pages": [{"elements": [{"type": "text", "dataKey": "k\u0000", "box": BOX}]}],
+            },
+            "pages[0].elements[0].dataKey",
+        ),
+    ],
+)
+def test_a_nul_character_anywhere_is_refused(
+    tmp_path: Path, document: dict[str, Any], path: str
+) -> None:
+    """As the API refuses it in every text: PostgreSQL's text cannot hold it (the import
+    failed there as a database error), and a DataKey with it has a form field no browser
+    sends back."""
+    errors = errors_of(write(tmp_path, document))
+    assert errors == [f"{path}: contains a NUL character (\\u0000), which cannot be stored"]

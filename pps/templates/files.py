@@ -19,7 +19,8 @@ PDFs, images) and reports each problem by its path
 Then every file, the preview included, is decoded completely (:mod:`pps.render.decode`):
 a truncated image or an image of more than ``max_image_pixels`` is refused here rather than
 failing every render later. Text with a lone UTF-16 surrogate (``"\\ud800"``, which no
-database or storage key can hold) is refused wherever it appears.
+database or storage key can hold) or a NUL character (which PostgreSQL's text cannot hold)
+is refused wherever it appears.
 All problems are collected before anything is written, so a file is imported whole or not at
 all. Unknown top-level keys are kept in the template's ``spec``.
 """
@@ -143,8 +144,9 @@ def parse_template(
     """Validate an already parsed template; its files are resolved against ``base_dir``."""
     if not isinstance(document, dict):
         raise TemplateFileError(source, [f"{_ROOT}: must be a JSON object, got {_kind(document)}"])
-    # First, and alone: names and keys with a lone surrogate cannot even be looked up.
-    errors = [f"{where}: {_SURROGATE}" for where in _surrogates(document, "")]
+    # First, and alone: names and keys with a lone surrogate cannot even be looked up, and
+    # no text with a NUL can be stored (PostgreSQL's text holds none; the API refuses it).
+    errors = [f"{where}: {problem}" for where, problem in _unstorable(document, "")]
     if errors:
         raise TemplateFileError(source, errors)
     spec = None
@@ -282,25 +284,34 @@ def _preview(value: Any, base_dir: Path, errors: list[str]) -> bytes | None:
 
 
 _SURROGATE = "contains a lone UTF-16 surrogate; the file must be valid Unicode text"
+_NUL = "contains a NUL character (\\u0000), which cannot be stored"
 
 
-def _surrogates(value: Any, path: str) -> list[str]:
-    """Paths of every key and string in ``value`` that holds a lone surrogate."""
-    found: list[str] = []
+def _unstorable(value: Any, path: str) -> list[tuple[str, str]]:
+    """The path and the problem of every key and string in ``value`` that holds a lone
+    surrogate or a NUL character."""
+    found: list[tuple[str, str]] = []
     if isinstance(value, str):
-        if not _encodes(value):
-            found.append(path or _ROOT)
+        problem = _text_problem(value)
+        if problem is not None:
+            found.append((path or _ROOT, problem))
     elif isinstance(value, dict):
         for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if not _encodes(str(key)):
-                found.append(f"{path or _ROOT} (a key)")
+            problem = _text_problem(str(key))
+            if problem is not None:
+                found.append((f"{path or _ROOT} (a key)", problem))
                 continue
-            found.extend(_surrogates(item, where))
+            found.extend(_unstorable(item, f"{path}.{key}" if path else str(key)))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found.extend(_surrogates(item, f"{path}[{index}]"))
+            found.extend(_unstorable(item, f"{path}[{index}]"))
     return found
+
+
+def _text_problem(text: str) -> str | None:
+    if not _encodes(text):
+        return _SURROGATE
+    return _NUL if "\x00" in text else None
 
 
 def _encodes(text: str) -> bool:
