@@ -173,6 +173,23 @@ def test_put_as_the_sdk_sends_it(api: ApiClient, draft: Draft) -> None:
     assert api.get(path(draft)).get_json()["data"][1] == {"name": "B"}  # nothing stored
 
 
+@pytest.mark.parametrize("value", ["Red", "Pink"])
+def test_a_choice_in_a_row_is_refused_as_no_data_key_whatever_its_value(
+    api: ApiClient, draft: Draft, value: str
+) -> None:
+    """Rows carry DataKeys only; a choice (``name.color``) is refused the same way with an
+    option of the template's list or without one (a list that could never be met)."""
+    body = assert_error(
+        api.put(path(draft), json={"data": [{"name": "A", "name.color": value}]}),
+        422,
+        "rows.1.name.color",
+    )
+    assert body["errors"]["rows.1.name.color"] == [
+        "Row 1: 'name.color' is not a DataKey of the template."
+    ]
+    assert api.get(path(draft)).get_json()["data"] == []  # nothing stored
+
+
 def test_xlsx_with_formula_kept_as_text(
     app: Flask, api: ApiClient, tenant: Client, draft: Draft
 ) -> None:

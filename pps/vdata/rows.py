@@ -65,7 +65,9 @@ def check_rows(
             problems[f"rows.{number}.{key}"] = [
                 f"Row {number}: {key!r} is not a DataKey of the template."
             ]
-        found = check_values(spec, {**base, **row}, assets)
+        # Only its DataKeys: a choice (``name.color``) is refused above, not checked too.
+        known = {key: value for key, value in row.items() if key in spec.data_keys}
+        found = check_values(spec, {**base, **known}, assets)
         for key, listed in found.items():
             column = (labels or {}).get(key, key)
             where = f"Row {number}, column {column!r}" + (
