@@ -389,6 +389,27 @@ def test_a_fixed_text_or_default_that_cannot_fit_is_refused(files: Path) -> None
     assert errors[1].startswith("pages[1].elements[0].text: is too long for its box")
 
 
+def test_an_element_wholly_outside_the_page_and_its_bleed_is_refused_at_import(
+    files: Path,
+) -> None:
+    """Nothing of it would print: a customer's text bound to it was dropped without a word.
+    Reaching into the bleed, or partly off the page, is fine; templates imported before
+    still parse (the check needs the template's folder, as the file checks do)."""
+    data = template()
+    elements = data["pages"][0]["elements"]
+    elements[0]["box"] = box(500, 5, 60, 8)  # the name, right of a 100 mm page
+    elements[3]["box"] = box(-10, 0, 7.5, 3)  # the rect, left of the 2 mm bleed
+    elements[4]["from"], elements[4]["to"] = {"x": 0, "y": 60}, {"x": 100, "y": 70}
+    data["pages"][1]["elements"][1]["box"] = box(-1.9, -1.9, 1, 1)  # in the bleed: fine
+    where = "lies wholly outside the page and its bleed (x from -2 to 102 mm, y from -2 to 52 mm)"
+    assert errors_of(data, files) == [
+        f"pages[0].elements[0].box: {where}; nothing of it would print",
+        f"pages[0].elements[3].box: {where}; nothing of it would print",
+        f"pages[0].elements[4]: {where}; nothing of it would print",
+    ]
+    assert parse_spec(data).pages[0].elements[0].box.x == 500  # stored ones still render
+
+
 def test_checks_after_parsing_name_the_element_index_in_the_file(files: Path) -> None:
     data = template(dataKeys=["name"])
     first = data["pages"][0]["elements"]

@@ -159,7 +159,9 @@ def parse_spec(
     fields = apply_field_info(c, data, fields)
     variants = parse_variants(c, data, swatches, max(1, len(pages)), _background)
     themes = parse_themes(c, data, variants)
-    if base_dir is not None:
+    if base_dir is not None:  # at import only: a stored template keeps rendering
+        for element_path, element in placed:
+            _off_page(c, element_path, element, width, height, bleed)
         artwork = [
             (f"variants[{index}].backgrounds.{page}.pdf", background)
             for index, item in enumerate(variants)
@@ -533,6 +535,29 @@ def _line(c: Reader, obj: Mapping[str, Any], path: str) -> LineElement | None:
     if len(points) != 2 or color is None or width is None:
         return None
     return LineElement(start=points[0], end=points[1], color=color, width=width)
+
+
+def _off_page(
+    c: Reader, path: str, element: Element, width: float, height: float, bleed: float
+) -> None:
+    """An element wholly outside the page and its bleed prints nothing: a customer's text
+    bound to it would be dropped without a word. Touching the bleed's edge is enough."""
+    if isinstance(element, LineElement):
+        xs, ys = (element.start.x, element.end.x), (element.start.y, element.end.y)
+        left, right, top, bottom = min(xs), max(xs), min(ys), max(ys)
+    else:
+        box = element.box
+        left, right, top, bottom = box.x, box.x + box.width, box.y, box.y + box.height
+        path = f"{path}.box"
+    if right < -bleed or left > width + bleed or bottom < -bleed or top > height + bleed:
+        c.error(
+            path,
+            Code.SPEC_OFF_PAGE,
+            left=-bleed,
+            right=width + bleed,
+            top=-bleed,
+            bottom=height + bleed,
+        )
 
 
 def _fields(

@@ -75,6 +75,7 @@ class Code(StrEnum):
     SPEC_FONT = "spec.font"
     SPEC_MIN_SIZE = "spec.min_size"
     SPEC_FILL_OR_STROKE = "spec.fill_or_stroke"
+    SPEC_OFF_PAGE = "spec.off_page"
     SPEC_UNKNOWN_KEY = "spec.unknown_key"
     SPEC_NOT_NUMBER = "spec.not_number"
     SPEC_NOT_FINITE = "spec.not_finite"
