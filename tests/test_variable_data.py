@@ -270,6 +270,15 @@ def test_csv_formula_is_literal(api: ApiClient, draft: Draft) -> None:
             "starts on line 3",
         ),
         (csv_bytes([HEADER, ["", "a@b.c", "u"]]), MAPPING, "rows.1.Name", "Row 1"),
+        # A value holding the delimiter, unquoted: its end went to the next column, or was
+        # dropped past the header's columns ("Smith" printed for "Smith, John").
+        (b"Name\nAda\nSmith, John\n", {"name": 0}, "file", "Row 2 has 2 values"),
+        (
+            b"Name,E-Mail,Web\nSmith, John,j@b.c,u\n",
+            MAPPING,
+            "file",
+            "Row 1 has 4 values, more than the 3 columns",
+        ),
         (
             csv_bytes([HEADER, ["A", "a@b.c", "u"], ["x" * 41, "", ""]]),
             MAPPING,
@@ -286,6 +295,17 @@ def test_bad_csvs_get_clear_errors(
     assert words in error["message"], error
     assert error["success"] is False if "success" in error else True
     assert api.get(path(draft)).get_json()["_meta"]["amountOfRows"] == 2  # nothing replaced
+
+
+def test_empty_cells_past_the_header_are_no_values(api: ApiClient, draft: Draft) -> None:
+    """Trailing delimiters (a spreadsheet's empty columns) and short rows still read."""
+    body = b"Name,E-Mail,Web\nA,a@b.c,u,,\nB,b@b.c\n"
+    assert post_csv(api, draft, body).status_code == 204
+    rows = api.get(path(draft)).get_json()["data"]
+    assert rows == [
+        {"name": "A", "email": "a@b.c", "url": "u"},
+        {"name": "B", "email": "b@b.c", "url": ""},
+    ]
 
 
 @pytest.mark.parametrize("mapping", ["[" * 2000, '{"name": ' * 2000, '{"name": NaN}', "1e999"])

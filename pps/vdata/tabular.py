@@ -113,7 +113,7 @@ def _read_csv(data: bytes, max_rows: int) -> Table:
     reader = csv.reader(source, pick_dialect(text), strict=True)
     row_ends = [0]  # the line the last row read ended on
     try:
-        return _collect(_rows_ending(reader, row_ends), max_rows)
+        return _collect(_rows_ending(reader, row_ends), max_rows, reader.dialect.delimiter)
     except csv.Error as exc:
         if not source.read(1):  # the text ran out inside a quoted value
             raise TableError(
@@ -218,10 +218,17 @@ def _header(row: Sequence[object]) -> list[str]:
     return header
 
 
-def _collect(rows: Iterable[Sequence[object]], max_rows: int) -> Table:
+def _collect(
+    rows: Iterable[Sequence[object]], max_rows: int, delimiter: str | None = None
+) -> Table:
     """Header (its first :data:`MAX_COLUMNS` cells) and data rows (as wide as the header:
     the columns a mapping can name); at most ``max_rows`` data and :data:`MAX_BLANK_ROWS`
-    blank rows are walked, so a sheet's declared size or row numbers cost nothing more."""
+    blank rows are walked, so a sheet's declared size or row numbers cost nothing more.
+
+    With a CSV's ``delimiter``, a row with values past the header's columns is refused: it
+    is a value holding the delimiter without quotes, whose end would be dropped or land in
+    the next column (``Smith, John`` printed as ``Smith``). A sheet's cells are cells.
+    """
     header: list[str] | None = None
     body: list[list[str]] = []
     blank = 0
@@ -239,6 +246,13 @@ def _collect(rows: Iterable[Sequence[object]], max_rows: int) -> Table:
             continue
         if len(body) >= max_rows:
             raise TableError(f"The file has more than {max_rows} data rows; at most {max_rows}.")
+        if delimiter is not None and not all(map(_blank, raw[len(header) :])):
+            count = max(number for number, cell in enumerate(raw, 1) if not _blank(cell))
+            raise TableError(
+                f"Row {len(body) + 1} has {count} values, more than the {len(header)} columns "
+                f"of the header: a value that holds the delimiter {delimiter!r} must be in "
+                'double quotes ("Smith, John").'
+            )
         longest = max(map(len, row), default=0)
         if longest > MAX_CELL:
             raise TableError(
@@ -251,6 +265,10 @@ def _collect(rows: Iterable[Sequence[object]], max_rows: int) -> Table:
     if not body:
         raise TableError("The file has a header but no data rows.")
     return Table(header=header, rows=body)
+
+
+def _blank(cell: object) -> bool:
+    return cell is None or not str(cell).strip()
 
 
 def column_list(header: Sequence[str]) -> str:
