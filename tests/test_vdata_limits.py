@@ -382,3 +382,14 @@ def test_column_lists_are_capped_and_names_shortened() -> None:
 def test_a_long_header_cell_is_refused() -> None:
     with pytest.raises(TableError, match="header of column 1"):
         read_table("csv", b"Name," + b"y" * 300 + b"\r\nA,b\r\n", 10)
+
+
+def test_a_csv_wider_than_max_columns_reads_its_first_columns() -> None:
+    """Columns past MAX_COLUMNS are not read, header and rows alike: a row with values
+    there is no row with more values than its header."""
+    width = MAX_COLUMNS + 5
+    header = ",".join(f"c{n}" for n in range(width))
+    row = ",".join(str(n) for n in range(width))
+    table = read_table("csv", f"{header}\r\n{row}\r\n".encode(), 10)
+    assert len(table.header) == MAX_COLUMNS
+    assert table.rows == [[str(n) for n in range(MAX_COLUMNS)]]

@@ -246,7 +246,9 @@ def _collect(
             continue
         if len(body) >= max_rows:
             raise TableError(f"The file has more than {max_rows} data rows; at most {max_rows}.")
-        if delimiter is not None and not all(map(_blank, raw[len(header) :])):
+        # A header cut at MAX_COLUMNS has more columns than it shows: those are not read.
+        cut = len(header) >= MAX_COLUMNS
+        if delimiter is not None and not cut and not all(map(_blank, raw[len(header) :])):
             count = max(number for number, cell in enumerate(raw, 1) if not _blank(cell))
             raise TableError(
                 f"Row {len(body) + 1} has {count} values, more than the {len(header)} columns "
