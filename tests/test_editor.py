@@ -253,6 +253,18 @@ def test_get_on_a_post_only_editor_url_is_405_naming_post(
     assert client.delete(f"/editor/{draft.draft_hash}/wizard").status_code == 404
 
 
+@pytest.mark.parametrize("path", ["finish/", "upload/", "autosave/", "wizard/"])
+def test_a_slashed_address_that_is_no_step_is_404_not_a_500(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft, path: str
+) -> None:
+    """Only a step's address with a trailing slash is sent on to the step: ``finish/`` or
+    ``wizard/`` has no address without the slash to go to (building one failed: a 500)."""
+    log_in(client, tenant, user)
+    response = client.get(f"/editor/{draft.draft_hash}/{path}")
+    assert response.status_code == 404
+    assert response.mimetype == "text/html"
+
+
 # -- the form ----------------------------------------------------------------------------
 
 

@@ -217,7 +217,10 @@ def editor_default(draft_hash: str) -> Response:
 
 # Only the steps match: a catch-all ``<step>`` would also answer ``GET`` on the POST-only
 # ``finish``, ``upload`` and ``autosave`` (a 404 instead of the router's 405 with ``Allow``).
-@bp.get(f"/editor/<draft_hash>/<any({', '.join(map(repr, STEPS))}):step>")
+_STEP = f"<any({', '.join(map(repr, STEPS))}):step>"
+
+
+@bp.get(f"/editor/<draft_hash>/{_STEP}")
 def editor_step(draft_hash: str, step: str) -> Response:
     return _refuse_api_token() or _show(draft_hash, step)
 
@@ -227,7 +230,9 @@ def editor_default_slash(draft_hash: str) -> Response:
     return _without_slash(url_for("web.editor_default", draft_hash=draft_hash))
 
 
-@bp.get("/editor/<draft_hash>/<step>/")
+# The steps only, as above: a catch-all ``<step>/`` made the router answer ``GET`` on
+# ``finish`` with a 308 to ``finish/``, where no step address could be built (a 500).
+@bp.get(f"/editor/<draft_hash>/{_STEP}/")
 def editor_step_slash(draft_hash: str, step: str) -> Response:
     return _without_slash(url_for("web.editor_step", draft_hash=draft_hash, step=step))
 
