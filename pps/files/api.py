@@ -106,6 +106,8 @@ _REDIRECT_HEADERS = {
     },
 }
 _GET_ONLY = (
+    " A `jwt` that is not a JWT at all (not three base64url segments of JSON) is a `400` whose "
+    "`message` says what is wrong."
     " `HEAD` is refused with `405` (`Allow: GET, OPTIONS`) and leaves the token unused; the file "
     "link itself answers `HEAD`."
 )
