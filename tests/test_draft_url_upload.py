@@ -608,3 +608,27 @@ def test_a_body_trickled_after_the_headers_is_cut_off_at_the_deadline(
     # Hung up on at the deadline: the shop could not write the rest.
     wait_until(lambda: "/slow.pdf" in shop.finished)
     assert "/slow.pdf" not in shop.completed
+
+
+@pytest.mark.parametrize(
+    "served",
+    [Served(b"Hello, this is not a PDF at all."), Served(print_pdf(1))],
+    ids=["not-a-pdf", "wrong-pages"],
+)
+def test_the_callback_gives_each_reason_once(
+    app: Flask, api: ApiClient, template: Template, shop: Shop, served: Served
+) -> None:
+    """The message is the multipart upload's: its reasons were appended to a message that
+    already held them, so the shop's callback read every reason twice."""
+    draft = new_draft(api, template)
+    upload(api, draft["draftHash"], shop_urls(shop, draft["draftHash"], served))
+    message = callback(shop).json()["message"]
+    body = io.BytesIO(served.body)
+    refused = api.post(
+        f"/api-ext/draft/{draft['draftHash']}/upload",
+        data={"file": (body, "print.pdf")},
+        content_type="multipart/form-data",
+    ).get_json()
+    assert message.startswith("The PDF cannot be the print file")
+    for problem in refused["errors"]["file"]:
+        assert message.count(problem) == 1, message

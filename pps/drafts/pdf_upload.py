@@ -52,7 +52,7 @@ class UploadServices(EventServices, Protocol):
 class PdfNotTaken(Exception):
     """The PDF cannot be the draft's print file; ``field`` is what the problems are about
     (``file``, or ``template`` when the template cannot be rendered), ``problems`` one
-    sentence each. Nothing was changed."""
+    sentence each, and the message names them all. Nothing was changed."""
 
     def __init__(self, message: str, field: str, problems: list[str]) -> None:
         super().__init__(message)
@@ -98,9 +98,8 @@ def store_pdf(services: UploadServices, client: str, draft: Draft, data: bytes) 
     except PdfRefused as exc:
         raise PdfNotTaken(f"The PDF cannot be the print file: {exc}", "file", exc.problems) from exc
     except AssetError as exc:  # pikepdf or pdfium gave up on the file part-way
-        raise PdfNotTaken(
-            "The PDF cannot be read.", "file", [f"The PDF cannot be read: {exc}"]
-        ) from exc
+        reason = f"The PDF cannot be read: {exc}"
+        raise PdfNotTaken(reason, "file", [reason]) from exc
     except TemplateNotRenderable as exc:
         raise PdfNotTaken(str(exc), "template", [str(exc)]) from exc
     key = upload_key(client, draft.draft_hash, accepted.data)

@@ -158,8 +158,8 @@ class UrlUploadJob:
         services.integrations.hold(delivery, CHECK_ALLOWANCE + LEASE_MARGIN)
         try:
             stored = store_pdf(services, client, draft, data)
-        except PdfNotTaken as exc:
-            return Outcome(False, False, " ".join([str(exc), *exc.problems]))
+        except PdfNotTaken as exc:  # its message names every problem, once
+            return Outcome(False, False, str(exc))
         except (DraftGone, ClientStorageFull) as exc:
             return Outcome(False, False, str(exc))
         log.info(
