@@ -318,7 +318,7 @@ def test_shop_page_drives_the_framed_editor_through_the_client(
     assert scope[-1]["tdis"] == [
         {
             "identifier": "city",
-            "label": "city",
+            "label": "Postcode and town",  # the template's label, as the form shows it
             "type": "text",
             "value": "London",
             "defaultValue": None,

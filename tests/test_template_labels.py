@@ -9,6 +9,7 @@ that fit, and a readable form of the key where the template gives no label.
 from __future__ import annotations
 
 import copy
+import html as html_lib
 import json
 import re
 from pathlib import Path
@@ -238,3 +239,27 @@ def test_a_template_without_fields_shows_readable_keys(
     assert fields["recipientName"]["label"] == "Recipient name"
     assert fields["message"]["element"] == "textarea"
     assert fields["street"]["autocomplete"] == "street-address"  # guessed from the key
+
+
+def test_the_shops_frame_gets_the_same_labels_as_the_form(
+    client: FlaskClient, repo: SqlRepository, tenant: Client, user: User
+) -> None:
+    """``draftInfo.dataKeys`` (what ``pps-editor-client.js`` hands the shop's page, and the
+    labels of its scope and text objects) carried each key as its own label, whatever the
+    template's ``fields`` said."""
+    draft_hash = card_draft(repo, tenant, user, example("business-card"))
+    log_in(client, tenant, user)
+    page = client.get(f"/editor/{draft_hash}/embed?locale=de").get_data(as_text=True)
+    found = re.search(r"data-pps-bridge[^>]*data-info='([^']*)'", page)
+    assert found is not None
+    info = json.loads(html_lib.unescape(found.group(1)))
+    labels = {key["name"]: key["label"] for key in info["dataKeys"]}
+    assert [labels[key] for key in ("name", "title", "phone", "email", "url")] == [
+        "Ihr Name",
+        "Position",
+        "Telefon",
+        "E-Mail",
+        "Website",
+    ]
+    fields = field_tags(page)
+    assert all(labels[key] == fields[key]["label"] for key in fields)

@@ -58,6 +58,7 @@ from pps.editor.embed import (
 from pps.editor.media_hooks import media_problems, submitted_variant
 from pps.editor.model import (
     Exit,
+    FieldView,
     editor_fields,
     field_views,
     form_action_origins,
@@ -850,7 +851,7 @@ def _page(
         proof_url=_step_url(draft.draft_hash, "proof"),
         autosave_url=url_for("web.editor_autosave", draft_hash=draft.draft_hash),
         embed_origins=" ".join(frame_origins(ctx.client.allowed_origins)),
-        embed_info=_draft_info(ctx, step, template_name),
+        embed_info=_draft_info(ctx, step, template_name, fields),
     )
     response = Response(body, status=status, mimetype="text/html")
     response.headers["Content-Security-Policy"] = _editor_csp(
@@ -860,8 +861,11 @@ def _page(
     return response
 
 
-def _draft_info(ctx: EditorContext, step: str, template_name: str) -> dict[str, Any]:
-    """The draft as the bridge announces it to the shop's page (``EDITOR_LOADED``)."""
+def _draft_info(
+    ctx: EditorContext, step: str, template_name: str, fields: list[FieldView]
+) -> dict[str, Any]:
+    """The draft as the bridge announces it to the shop's page (``EDITOR_LOADED``); each
+    DataKey with the label its input has on the page, in the page's language."""
     spec = ctx.spec
     offered = ctx.draft.available_variants
     variants = [
@@ -878,7 +882,7 @@ def _draft_info(ctx: EditorContext, step: str, template_name: str) -> dict[str, 
         draft_hash=ctx.draft.draft_hash,
         template_name=template_name,
         pages=spec.page_count if spec is not None else 0,
-        data_keys=[(field.key, field.key) for field in ctx.fields],
+        data_keys=[(field.key, field.label) for field in fields],
         variants=variants,
         active_variant=ctx.draft.variant_identifier,
         step=step,
