@@ -1,9 +1,13 @@
-"""The API reference: /openapi.json, Swagger UI at /docs with local assets, and /."""
+"""The API reference (/openapi.json, Swagger UI at /docs with local assets, and /), and the
+markdown documentation: its links and its JSON examples."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -100,3 +104,52 @@ def test_home_links_the_reference(client: FlaskClient) -> None:
     assert 'href="/docs"' in html
     assert 'href="/openapi.json"' in html
     assert "default-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+# -- the markdown documentation ----------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = sorted(
+    [
+        ROOT / "README.md",
+        *(p for d in ("docs", "examples", "compat", "bench") for p in ROOT.glob(f"{d}/**/*.md")),
+    ],
+    key=str,
+)
+
+
+def fenced_blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_json_examples_parse(doc: Path) -> None:
+    """A ```json block is what a developer copies into a file: it must be JSON as it stands
+    (a bare ``"fields": {...}`` member was not)."""
+    for block in fenced_blocks(doc.read_text(encoding="utf-8"), "json"):
+        try:
+            json.loads(block)
+        except ValueError as exc:
+            pytest.fail(f"{doc.relative_to(ROOT)}: a json example does not parse ({exc}):\n{block}")
+
+
+def anchors(doc: Path) -> set[str]:
+    """The anchors GitHub makes of a document's headings (code blocks left out)."""
+    text = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"), flags=re.M | re.S)
+    headings = re.findall(r"^#+\s+(.*?)\s*$", text, flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_relative_links_and_anchors_exist(doc: Path) -> None:
+    """Every relative link of the README and docs/ names a file of the checkout, and every
+    ``#anchor`` a heading of its document."""
+    text = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"), flags=re.M | re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):
+            continue  # an external URL
+        path, _, anchor = target.partition("#")
+        linked = (doc.parent / path).resolve() if path else doc
+        assert linked.exists(), f"{doc.relative_to(ROOT)}: {target} does not exist"
+        if anchor and linked.suffix == ".md":
+            assert anchor in anchors(linked), f"{doc.relative_to(ROOT)}: no heading for {target}"
