@@ -45,12 +45,19 @@ def test_units_and_rows(api: ApiClient, draft: Draft) -> None:
     pixels = info(api, draft, "print", "?unit=px")["dimensions"]
     assert pixels == [{"width": 321.26, "height": 207.874, "bleed": 11.339, "unit": "px"}]
     assert info(api, draft, "print", "?row=1")["pages"] == 1
-    assert_error(api.get(f"/api-ext/draft/{draft.draft_hash}/print/page-info?row=2"), 422, "row")
+    one = assert_error(
+        api.get(f"/api-ext/draft/{draft.draft_hash}/print/page-info?row=2"), 422, "row"
+    )
+    assert one["message"] == "row must be from 1 to 1: the draft has 1 record."
     api.put(
         f"/api-ext/draft/{draft.draft_hash}/variable-data",
         json={"data": [{"name": "A"}, {"name": "B"}]},
     )
     assert info(api, draft, "print", "?row=2&unit=mm")["pages"] == 1
+    two = assert_error(
+        api.get(f"/api-ext/draft/{draft.draft_hash}/print/page-info?row=3"), 422, "row"
+    )
+    assert two["message"] == "row must be from 1 to 2: the draft has 2 records."
     assert_error(api.get(f"/api-ext/draft/{draft.draft_hash}/print/page-info?unit=in"), 422, "unit")
     assert_error(api.get(f"/api-ext/draft/{draft.draft_hash}/banner/page-info"), 422, "usage")
 

@@ -301,7 +301,8 @@ def draft_page_info(args: dict[str, Any], draft_hash: str, usage: str) -> dict[s
     amount = max(1, draft.record_count)
     if args["row"] is not None and args["row"] > amount:
         raise ValidationFailed(
-            f"row must be from 1 to {amount}: the draft has {amount} records.",
+            f"row must be from 1 to {amount}: the draft has {amount} "
+            f"{'record' if amount == 1 else 'records'}.",
             errors={"row": [f"Must be from 1 to {amount}."]},
         )
     try:
