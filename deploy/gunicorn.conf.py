@@ -19,7 +19,9 @@ chosen here is what the ratios measure.
 from __future__ import annotations
 
 import gc
+import logging
 import os
+import re
 import sys
 from typing import Any
 
@@ -135,6 +137,32 @@ access_log_format = (
     '%({x-forwarded-for}i)s %(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms '
     'rid=%({x-request-id}i)s ua="%(a)s"'
 )
+
+# A query string in gunicorn's own log lines: from a "?" to the end of the URL (the next
+# whitespace, bar the quote closing a quoted request line). ASCII whitespace only: a byte of
+# a query read as Latin-1 (\xa0) is not the URL's end.
+_QUERY = re.compile(r"\?\S*?(?=['\"]?(?:\s|$))", re.ASCII)
+
+
+class _NoQueryInErrorLog(logging.Filter):
+    """Drop the query string of URLs in gunicorn's error log, as the access logs do.
+
+    gunicorn quotes the request line when it refuses one (a raw non-ASCII byte in the URL,
+    which RFC 9112 forbids: ``Invalid request from ip=...: Invalid HTTP request line:
+    'GET /auth?jwt=...'``) and the URL when a request fails outside pps's error handlers;
+    such a login token never reached pps, so it was still unused and logged anyone in.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = _QUERY.sub("?<query not logged>", message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+logging.getLogger("gunicorn.error").addFilter(_NoQueryInErrorLog())
+
 
 # gunicorn 25+ opens a control socket under $HOME by default; two instances (pps and the
 # benchmark's baseline) would fight over it, and a hardened unit has no writable $HOME.

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -90,6 +91,20 @@ def call(
         return Reply(response.status, response.headers, response.read())
     finally:
         conn.close()
+
+
+def raw_request(port: int, request: bytes) -> tuple[int, str, bytes]:
+    """Bytes no HTTP client library would send; the status, Content-Type and body of the
+    answer (the server closes the connection)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+    return int(lines[0].split()[1]), headers.get("Content-Type", ""), body
 
 
 def local_path(location: str, base_url: str) -> str:

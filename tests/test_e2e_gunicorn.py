@@ -34,6 +34,7 @@ from server_support import (
     Server,
     follow_handoff,
     local_path,
+    raw_request,
     server_env,
     shop_token,
     start_gunicorn,
@@ -296,6 +297,24 @@ def test_concurrent_uses_of_one_token_log_in_exactly_once(shop: Shop) -> None:
     assert len(statuses) == uses
     assert statuses.count(302) == 1, statuses
     assert statuses.count(401) == uses - 1, statuses
+
+
+def test_a_request_line_gunicorn_refuses_never_logs_its_token(shop: Shop) -> None:
+    """gunicorn refuses a raw non-ASCII byte in the URL (RFC 9112) and logs why, quoting
+    the request line: the login token there, never used, would log the customer in to
+    whoever reads the log."""
+    token = shop.login_token()
+    answered, _, body = raw_request(
+        shop.server.port,
+        f"GET /auth?jwt={token}&name=M".encode() + b"\xc3\xbcller HTTP/1.1\r\n"
+        b"Host: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    )
+    assert answered == 400, body
+    log = shop.server.log.read_text(errors="replace")
+    assert "Invalid request from ip=" in log  # the line that quoted the token is still there
+    assert "/auth" in log
+    assert token not in log and token.split(".")[2] not in log
+    assert shop.auth(token).status == 302  # unused: a credential had it been logged
 
 
 # -- files -------------------------------------------------------------------------------
