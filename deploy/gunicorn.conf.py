@@ -25,6 +25,7 @@ import re
 import sys
 from typing import Any
 
+from gunicorn.glogging import Logger
 from gunicorn.util import parse_address
 
 # Each worker opens its own database pool and Redis connection: nothing may be shared
@@ -137,6 +138,21 @@ access_log_format = (
     '%({x-forwarded-for}i)s %(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms '
     'rid=%({x-request-id}i)s ua="%(a)s"'
 )
+# The link of a /files/<link>/<name> URL fetches the file until PPS_FILE_LINK_TTL ends:
+# logged as <link>, as in nginx's log.
+_FILE_LINK = re.compile(r"^/files/[^/]*(?=/)")
+
+
+class _PpsLogger(Logger):
+    """gunicorn's logger, with the link of a file URL left out of the access log's path."""
+
+    def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> Any:
+        atoms = super().atoms(resp, req, environ, request_time)
+        atoms["U"] = _FILE_LINK.sub("/files/<link>", atoms["U"] or "")
+        return atoms
+
+
+logger_class = _PpsLogger  # with statsd_host, subclass gunicorn.instrument.statsd.Statsd
 
 # A query string in gunicorn's own log lines: from a "?" to the end of the URL (the next
 # whitespace, bar the quote closing a quoted request line). ASCII whitespace only: a byte of

@@ -484,6 +484,27 @@ def test_tokens_in_query_strings_never_reach_a_log(deployment: Deployment, shop:
         assert "jwt=" not in text, path.name
 
 
+def test_file_links_never_reach_a_log(deployment: Deployment, shop: Shop) -> None:
+    """A ``/files/<link>/<name>`` URL fetches its file until PPS_FILE_LINK_TTL ends, whoever
+    sends it: both access logs name the file, never the link."""
+    path = file_link(shop)
+    link = path.split("/")[2]
+    reply = shop.server.call("GET", path)
+    assert reply.status == 200, reply.body
+    rid = reply.header("X-Request-ID") or ""
+    logs = (deployment.access_log, deployment.server.log)
+    for log in logs:
+        _wait_for(
+            lambda log=log: log.exists() and f"rid={rid}" in log.read_text(),
+            f"rid={rid} in {log.name}",
+        )
+    for log in logs:
+        line = next(line for line in log.read_text().splitlines() if f"rid={rid}" in line)
+        assert f"/files/<link>/{path.split('/')[3]} " in line, line
+        assert link not in log.read_text(), log.name
+    assert shop.server.call("GET", path).status == 200  # still valid: a credential in a log
+
+
 def test_a_forged_forwarded_for_never_leads_the_access_log(
     deployment: Deployment, shop: Shop
 ) -> None:
