@@ -643,6 +643,25 @@ def test_login_with_the_longest_token_gets_through_to_the_app(shop: Shop) -> Non
     follow_handoff(shop.server.call, reply, shop.editor_url(), shop.server.base_url)
 
 
+def test_login_with_the_longest_redirect_gets_its_answer_through(shop: Shop) -> None:
+    """The ``Location`` of ``/auth`` (and of the handoff after it) repeats the signed
+    ``redirect``: up to about 6 KB in a token of TOKEN_LIMIT characters. nginx's buffer for
+    gunicorn's response headers (one page, 4 KB) took it for a broken upstream: a JSON 502
+    "unavailable" for a login pps had answered, its single-use token spent."""
+    editor_url = shop.editor_url()
+    note = 6000
+    while True:
+        redirect = f"{editor_url}&note={'n' * note}"
+        token = shop.sign(shop.login_claims(redirect=redirect), {"jti": uuid.uuid4().hex})
+        if len(token) <= TOKEN_LIMIT:
+            break
+        note -= 16
+    assert len(token) > TOKEN_LIMIT - 64
+    reply = shop.auth(token)
+    assert reply.status == 302, reply.body
+    follow_handoff(shop.server.call, reply, redirect, shop.server.base_url)
+
+
 def test_file_url_with_the_longest_token_gets_through_to_the_app(shop: Shop) -> None:
     path = f"/api-ext/files/template/{shop.template}/page-preview-thumb"
     now = int(time.time())
