@@ -190,6 +190,20 @@ def test_a_choice_in_a_row_is_refused_as_no_data_key_whatever_its_value(
     assert api.get(path(draft)).get_json()["data"] == []  # nothing stored
 
 
+def sent_workbook(api: ApiClient, draft: Draft, workbook: Workbook) -> list[dict[str, Any]]:
+    """The draft's rows after ``workbook`` is sent as its variable data (with MAPPING)."""
+    out = io.BytesIO()
+    workbook.save(out)
+    response = api.post(
+        path(draft),
+        data=multipart("people.xlsx", out.getvalue(), columnMapping=json.dumps(MAPPING)),
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 204, response.get_data(as_text=True)
+    rows: list[dict[str, Any]] = api.get(path(draft)).get_json()["data"]
+    return rows
+
+
 def test_xlsx_with_formula_kept_as_text(
     app: Flask, api: ApiClient, tenant: Client, draft: Draft
 ) -> None:
@@ -201,15 +215,7 @@ def test_xlsx_with_formula_kept_as_text(
     sheet.append(HEADER)
     sheet.append(['=HYPERLINK("http://evil.example","x")', "a@example.org", "https://a.example"])
     sheet.append(["Plain", 12345, "https://b.example"])
-    out = io.BytesIO()
-    workbook.save(out)
-    response = api.post(
-        path(draft),
-        data=multipart("people.xlsx", out.getvalue(), columnMapping=json.dumps(MAPPING)),
-        content_type="multipart/form-data",
-    )
-    assert response.status_code == 204, response.get_data(as_text=True)
-    rows = api.get(path(draft)).get_json()["data"]
+    rows = sent_workbook(api, draft, workbook)
     assert rows[0]["name"] == '=HYPERLINK("http://evil.example","x")'
     assert rows[1]["email"] == "12345"
     text = PdfReader(io.BytesIO(print_pdf(app, api, tenant, draft))).pages[0].extract_text()
@@ -232,15 +238,7 @@ def test_xlsx_array_and_data_table_formulas_are_kept_as_their_text(
     sheet["A2"] = ArrayFormula("A2", '=TEXTJOIN(" ",TRUE,B1:C1)')
     sheet["A3"] = DataTableFormula("A3", dt2D="1", r1="B1", r2="C1")
     sheet["A4"] = DataTableFormula("A4", dtr="1", r1="B1")
-    out = io.BytesIO()
-    workbook.save(out)
-    response = api.post(
-        path(draft),
-        data=multipart("people.xlsx", out.getvalue(), columnMapping=json.dumps(MAPPING)),
-        content_type="multipart/form-data",
-    )
-    assert response.status_code == 204, response.get_data(as_text=True)
-    rows = api.get(path(draft)).get_json()["data"]
+    rows = sent_workbook(api, draft, workbook)
     names = [row["name"] for row in rows]
     assert names == ['=TEXTJOIN(" ",TRUE,B1:C1)', "=TABLE(B1,C1)", "=TABLE(B1,)"]
     text = PdfReader(io.BytesIO(print_pdf(app, api, tenant, draft))).pages[0].extract_text()
