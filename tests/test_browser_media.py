@@ -183,3 +183,36 @@ def test_customer_uploads_crops_picks_a_colour_and_the_print_pdf_follows(
     centre = (round((3 + 24) * mm), round((3 + 28.5) * mm))
     red, green, blue = bitmap.getpixel(centre)  # type: ignore[misc]
     assert max(red, blue) > 150 and green < 80  # part of the uploaded logo, not the white card
+
+
+def test_without_javascript_the_upload_button_places_the_image_and_no_dead_crop_view_shows(
+    chromium: Any,  # noqa: F811
+    shop: ShopState,  # noqa: F811
+    pps_server: Server,  # noqa: F811
+) -> None:
+    """The editor works without JavaScript (docs/editor.md): "Upload image" saves the form
+    with the image. The crop view only works with the script (its frame takes the box's
+    shape, the drag and the Zoom slider are the script's), so without it none is shown: no
+    empty frame, no slider that does nothing, no hint to drag; the resolution is."""
+    context = chromium.new_context(
+        viewport={"width": 1280, "height": 900}, locale="en-GB", java_script_enabled=False
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{shop.base_url}/start")
+        assert page.url.startswith(f"{pps_server.base_url}/editor/{shop.draft_hash}/edit?")
+        page.locator("input[name='image:logo']").set_input_files(
+            files=[{"name": "logo.png", "mimeType": "image/png", "buffer": quadrants(1200, 600)}]
+        )
+        with page.expect_navigation():
+            page.get_by_role("button", name="Upload image").click()
+        value = json.loads(page.locator("input[name='v:logo']").input_value())
+        assert value["crop"] == {"x": 0, "y": 150, "width": 1200, "height": 300}
+        assert "1270 dpi" in page.locator(".media-dpi").inner_text()
+        assert page.locator(".media-crop").is_hidden()
+        assert page.get_by_label("Zoom the image").is_hidden()
+        # Another image can still be chosen and uploaded.
+        assert page.locator("input[name='image:logo']").is_visible()
+        assert page.get_by_role("button", name="Upload image").is_visible()
+    finally:
+        context.close()

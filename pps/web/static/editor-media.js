@@ -52,6 +52,9 @@
       button.remove();
     }
     frame.style.aspectRatio = String(aspect);
+    // The page sends the crop view hidden (without this script it cannot crop); shown for
+    // an image placed already.
+    cropBox.hidden = !state.file;
 
     function crop() {
       var baseW = state.width / state.height > aspect ? state.height * aspect : state.width;
