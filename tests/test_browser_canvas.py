@@ -328,6 +328,50 @@ def test_postcard_with_an_empty_required_field_shows_and_updates_both_pages(
     assert csp == []
 
 
+def test_proof_of_a_postcard_with_an_empty_required_field_says_what_to_fix(
+    desktop: Any, shop: Shop
+) -> None:
+    """The proof is the print file, which a missing required value keeps from rendering:
+    the proof step (its tab is always there) says which field to fill, with a link to it,
+    instead of showing broken images and a button to approve them."""
+    login, draft_hash = shop.editor_login("postcard")  # recipientName is required and empty
+    page = desktop.new_page()
+    refused: list[str] = []
+    page.on(
+        "response",
+        lambda response: (
+            refused.append(f"{response.status} {response.url}")
+            if response.status >= 400 and not response.url.endswith("/favicon.ico")
+            else None
+        ),
+    )
+    page.goto(login)
+    wait_loaded(page)
+    with page.expect_navigation():
+        page.get_by_role("link", name="Proof", exact=True).click()
+    assert f"/editor/{draft_hash}/proof" in page.url
+    summary = page.get_by_role("alert")
+    assert "Recipient's name" in summary.inner_text()
+    assert page.locator("img.proof-image").count() == 0
+    assert page.get_by_role("button", name="Approve the proof and finish").count() == 0
+    assert refused == []
+    with page.expect_navigation():
+        summary.get_by_role("link").first.click()
+    assert f"/editor/{draft_hash}/edit" in page.url
+    assert page.url.endswith("#" + page.get_by_label("Recipient's name").get_attribute("id"))
+
+    # Filled in, the proof shows both pages again.
+    page.get_by_label("Recipient's name").fill("Jo Example")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Save", exact=True).click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="Proof", exact=True).click()
+    wait_loaded(page, "img.proof-image")
+    assert page.locator("img.proof-image").count() == 2
+    assert page.get_by_role("alert").count() == 0
+    assert refused == []
+
+
 def test_locked_draft_is_read_only_in_the_browser(desktop: Any, shop: Shop) -> None:
     login, _ = shop.editor_login("business-card", locked=True)
     page = desktop.new_page()

@@ -797,6 +797,10 @@ def _page(
 ) -> Response:
     t = ctx.t
     draft = ctx.draft
+    if step == "proof" and not errors and not draft.locked:
+        # The proof is the print file, which these values may not make (a required field
+        # still empty): then the step says what to fix instead of showing broken images.
+        errors = _problems(ctx, values)
     fields = field_views(ctx.fields, values, errors, t)
     known = {field.key for field in ctx.fields}
     general = [
