@@ -205,3 +205,58 @@ def test_reviewer_approves_in_chromium_and_the_shop_gets_callback_and_pdf(
     cover = reader.pages[0].extract_text()
     assert COMMENT in cover and "Grace Hopper" in cover and "approved" in cover
     assert "Ada Lovelace" in reader.pages[1].extract_text()
+
+
+def test_a_proof_that_cannot_be_printed_says_why_instead_of_broken_images(
+    chromium: Any, pps_server: Server
+) -> None:
+    """The postcard's recipient is required: left empty, the print file (and so every proof
+    image) cannot be made. The reviewer's page says so, in the page's language, naming the
+    field, instead of showing broken images; rejecting with a comment still works."""
+    created = pps_server.pps("client", "create", "--name", "Postcard shop", "--json")
+    imported = pps_server.pps(
+        "template",
+        "import",
+        str(ROOT / "examples" / "templates" / "postcard" / "template.json"),
+        "--client",
+        created["identifier"],
+        "--json",
+    )
+    shop = Shop(pps_server, created["identifier"], created["apiKey"])
+    _, body = shop.api("POST", "/api-ext/user", {"firstName": "Grace"})
+    reviewer = body["data"]["identifier"]
+    _, body = shop.api(
+        "POST",
+        "/api-ext/draft",
+        {"templateIdentifier": imported["identifier"], "userIdentifier": reviewer},
+    )
+    draft = body["data"]["draftHash"]
+    _, body = shop.api("POST", "/api-ext/review", {"draftId": draft, "user": [reviewer]})
+    review_id = body["data"]["reviewId"]
+
+    context = chromium.new_context(viewport={"width": 1280, "height": 900}, locale="de-DE")
+    page = context.new_page()
+    refused: list[str] = []
+    page.on(
+        "response",
+        lambda response: (
+            refused.append(f"{response.status} {response.url}")
+            if response.status >= 400 and not response.url.endswith("/favicon.ico")
+            else None
+        ),
+    )
+    try:
+        page.goto(shop.review_login(reviewer, review_id))
+        page.goto(f"{pps_server.base_url}/review/{review_id}?locale=de")
+        page.wait_for_load_state("load")
+        assert page.locator("img.proof-image").count() == 0
+        problem = page.get_by_role("alert").inner_text()
+        assert "Name des Empfängers" in problem and "ist ein Pflichtfeld" in problem
+        assert refused == []
+        page.get_by_label("Kommentar").fill("Der Empfänger fehlt")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Ablehnen").click()
+        assert page.locator("#review-state").get_attribute("data-state") == "rejected"
+        assert refused == []
+    finally:
+        context.close()

@@ -26,12 +26,20 @@ from reportlab.lib.utils import simpleSplit
 from reportlab.pdfgen.canvas import Canvas
 
 from pps.files.keys import draft_files_prefix
-from pps.files.rendering import RenderPolicy, render_draft_file
+from pps.files.rendering import (
+    RenderPolicy,
+    decoded,
+    draft_assets,
+    draft_spec,
+    draft_values,
+    render_draft_file,
+)
 from pps.platform.models import Draft, Template
 from pps.platform.storage import FileStorage, StoredFile
-from pps.render import RenderError
+from pps.render import RenderError, check_values
 from pps.render.fonts import DEFAULT_FONT, load_font
 from pps.render.pdf import RENDER_LOCK
+from pps.render.problems import Problem
 from pps.reviews.model import Review
 
 __all__ = [
@@ -41,6 +49,7 @@ __all__ = [
     "proof_page_image",
     "proof_pdf",
     "proof_pdf_key",
+    "proof_problems",
 ]
 
 #: Widths in pixels the proof images come in: a fixed set keeps storage bounded.
@@ -64,6 +73,17 @@ def print_pdf(
     if data is None:
         raise ProofMissing("the print file vanished from storage; try again")
     return data
+
+
+def proof_problems(
+    storage: FileStorage, draft: Draft, template: Template, *, max_pixels: int
+) -> dict[str, list[Problem]]:
+    """What keeps the draft's values from making the print file, per DataKey (a required
+    value still empty, a text too long for its box): the editor's checks before a save.
+    Empty when the proof can be made. A template that cannot render is a RenderError."""
+    spec = draft_spec(draft, template)
+    assets = draft_assets(storage, draft, template, max_pixels=max_pixels)
+    return decoded(lambda: check_values(spec, draft_values(draft), assets))
 
 
 def proof_image_key(draft: Draft, page: int, width: int) -> str:

@@ -27,12 +27,13 @@ from flask import Blueprint, Response, current_app, render_template, request, ur
 
 from pps.auth.web import logged_in_as
 from pps.editor.csrf import check_csrf, csrf_token
+from pps.editor.inputs import readable_key
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.platform.errors import Forbidden, NotFound, PayloadTooLarge, PpsError, ValidationFailed
 from pps.platform.http_headers import PAGE_CSP
 from pps.render import RenderError
 from pps.reviews.model import APPROVE, MAX_COMMENT, REJECT, Review
-from pps.reviews.proof import PROOF_WIDTHS, proof_page_image
+from pps.reviews.proof import PROOF_WIDTHS, proof_page_image, proof_problems
 from pps.reviews.service import DecisionRefused, ReviewContext, Reviews
 from pps.web.common import services
 from pps.web.i18n import Translator, normalize_locale
@@ -213,6 +214,28 @@ def _image_url(review_id: str, page: int) -> str:
     return url_for("review_pages.review_page_image", review_id=review_id, page=page)
 
 
+def _unprintable(ctx: ReviewContext, t: Translator) -> list[str]:
+    """Why the proof cannot be made, one line per problem in the reader's language
+    ("<field>: <problem>"), shown instead of page images that would only be broken; empty
+    when it can be made. A template that cannot render is left to the images' own answer."""
+    try:
+        found = proof_problems(
+            services().storage,
+            ctx.draft,
+            ctx.template,
+            max_pixels=services().settings.max_image_pixels,
+        )
+        fields = {field.key: field for field in template_spec(ctx.template).fields}
+    except RenderError:
+        return []
+    lines = []
+    for key, problems in found.items():
+        field = fields.get(key)
+        label = field.label.get(t.locale) if field is not None and field.label else None
+        lines += [f"{label or readable_key(key)}: {t.problem(problem)}" for problem in problems]
+    return lines
+
+
 @dataclass(frozen=True)
 class PageView:
     number: int
@@ -229,6 +252,7 @@ def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Re
     except TemplateNotRenderable:
         page_count, size = 0, None
     t = _translator(visit)
+    unprintable = _unprintable(ctx, t) if page_count else []
     query = urlencode({"v": ctx.draft.version})
     pages = [
         PageView(
@@ -249,6 +273,7 @@ def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Re
         draft=ctx.draft,
         size=size,
         pages=pages,
+        unprintable=unprintable,
         state_label=t(state_code) if state_code else review.state,
         decision_labels={key: t(code) for key, code in _DECISION_CODES.items()},
         mine=mine,
