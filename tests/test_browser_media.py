@@ -216,3 +216,54 @@ def test_without_javascript_the_upload_button_places_the_image_and_no_dead_crop_
         assert page.get_by_role("button", name="Upload image").is_visible()
     finally:
         context.close()
+
+
+#: What customers pick by mistake: a photo in WebP (binary, not UTF-8 text), a Word file
+#: (a ZIP archive), a PDF, a text file.
+NOT_IMAGES = [
+    ("photo.webp", "image/webp", b"RIFF\x24\x00\x00\x00WEBPVP8 \x18\x00\x00\x00\xd0\x01\x9d"),
+    ("letter.docx", "application/octet-stream", b"PK\x03\x04\x14\x00\x00\x00\x08\x00words"),
+    ("menu.pdf", "application/pdf", b"%PDF-1.4\n%%EOF\n"),
+    ("notes.png", "image/png", b"just some words\n"),
+]
+NOT_AN_IMAGE_DE = (
+    ": kein PNG-, JPEG- oder SVG-Bild"  # after "(Diese Datei) kann nicht verwendet werden"
+)
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["script", "no-script"])
+def test_a_file_that_is_no_image_is_refused_in_the_pages_language(
+    chromium: Any,  # noqa: F811
+    shop: ShopState,  # noqa: F811
+    pps_server: Server,  # noqa: F811
+    javascript: bool,
+) -> None:
+    """The reason beside the image is the customer's, in German on a German page: not the
+    upload check's English words for the shop's developer ("it is not UTF-8 text ...: save
+    CSV files as 'CSV UTF-8'", "a ZIP archive that is not an XLSX workbook")."""
+    context = chromium.new_context(
+        viewport={"width": 1280, "height": 900}, locale="de-DE", java_script_enabled=javascript
+    )
+    page = context.new_page()
+    try:
+        page.goto(f"{shop.base_url}/start")
+        assert page.url.startswith(f"{pps_server.base_url}/editor/{shop.draft_hash}/edit?")
+        with page.expect_navigation():
+            page.get_by_role("link", name="Deutsch").click()
+        error = page.locator(".media-image .field-error")
+        for name, mime, data in NOT_IMAGES:
+            page.locator("input[name='image:logo']").set_input_files(
+                files=[{"name": name, "mimeType": mime, "buffer": data}]
+            )
+            if javascript:
+                page.wait_for_function(
+                    "el => el.textContent !== ''", arg=error.element_handle(), timeout=20_000
+                )
+            else:
+                with page.expect_navigation():
+                    page.get_by_role("button", name="Bild hochladen").click()
+            assert error.inner_text().endswith(NOT_AN_IMAGE_DE), (name, error.inner_text())
+            if javascript:
+                page.evaluate("el => { el.textContent = ''; }", error.element_handle())
+    finally:
+        context.close()

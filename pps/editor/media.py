@@ -193,15 +193,17 @@ def effective_dpi(crop_width_px: float, box: Box) -> int:
 
 
 def image_kind_problem(data: bytes) -> str | None:
-    """Why ``data`` cannot be a customer's image (before it is stored); None for PNG, JPEG
-    and SVG, which :func:`pps.uploads.store.accept_upload` then checks completely."""
+    """The message code saying why ``data`` cannot be a customer's image (before it is
+    stored); None for PNG, JPEG and SVG, which :func:`pps.uploads.store.accept_upload` then
+    checks completely. A code, not the sniffer's words: those are for a shop's developer
+    ("not UTF-8 text ...: save CSV files as 'CSV UTF-8'" for a WebP photo), in English."""
+    if not data:
+        return "media.no_file"
     try:
         kind = sniff(data)
-    except UnknownKind as exc:
-        return f"it is {exc}"
-    if kind not in ("png", "jpeg", "svg"):
-        return f"it is a {kind.upper()} file"
-    return None
+    except UnknownKind:
+        return "media.not_an_image"
+    return None if kind in ("png", "jpeg", "svg") else "media.not_an_image"
 
 
 def saved_problems(

@@ -101,7 +101,8 @@ def editor_upload(draft_hash: str) -> Response:
     if form_save:
         return _save_form(ctx, key, None, base)
     svc = services()
-    problem = "no file was chosen" if not data else image_kind_problem(data)
+    code = image_kind_problem(data)
+    problem = ctx.t(code) if code is not None else None
     record, status = None, 422
     if problem is None:
         try:
