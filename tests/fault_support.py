@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -348,6 +349,14 @@ Caller = Callable[..., Answer]
 
 
 @dataclass
+class EditorSession:
+    """A browser's editor login: its session cookie and the page's CSRF token."""
+
+    cookie: str
+    csrf_token: str
+
+
+@dataclass
 class Service:
     call: Caller
     shop: Shop
@@ -377,6 +386,44 @@ class Service:
         )
         return self.call("GET", f"/api-ext/files/draft/{self.shop.draft_hash}/print?jwt={token}")
 
+    def editor_login(self) -> EditorSession:
+        """Log in through ``/auth`` for the draft's editor, as a browser does (the handoff
+        code exchanged for the session cookie), and open its edit step for the CSRF token."""
+        edit = f"/editor/{self.shop.draft_hash}/edit"
+        claims = {
+            "client": self.shop.client,
+            "user": self.shop.user,
+            "redirect": edit,
+            "iat": int(time.time()),
+        }
+        token = shop_token(self.shop.api_key, claims, {"jti": f"jti-{time.monotonic_ns()}"})
+        login = self.call("GET", f"/auth?jwt={token}")
+        assert login.status == 302, login.body[:300]
+        location = login.header("Location") or ""
+        exchanged = self.call("GET", location[location.index("/editor/") :])
+        assert exchanged.status == 303, exchanged.body[:300]
+        cookie = (exchanged.header("Set-Cookie") or "").split(";")[0]
+        page = self.call("GET", edit, headers={"Cookie": cookie})
+        assert page.status == 200, page.body[:300]
+        if page.header("Set-Cookie"):  # the session now holds the page's CSRF token
+            cookie = (page.header("Set-Cookie") or "").split(";")[0]
+        found = re.search(rb'name="csrf_token" value="([^"]+)"', page.body)
+        assert found is not None
+        return EditorSession(cookie, found.group(1).decode())
+
+    def autosave(self, session: EditorSession) -> Answer:
+        body = json.dumps({"baseVersion": 1, "values": {"title": "Saved while typing"}})
+        return self.call(
+            "POST",
+            f"/editor/{self.shop.draft_hash}/autosave",
+            body=body.encode(),
+            headers={
+                "Cookie": session.cookie,
+                "X-CSRF-Token": session.csrf_token,
+                "Content-Type": "application/json",
+            },
+        )
+
     def submit(self) -> Answer:
         body = json.dumps({"draftIds": [self.shop.draft_hash]}).encode()
         return self.api("POST", "/api-ext/pdf-processing", body)
@@ -387,7 +434,7 @@ def flask_caller(app: Any) -> Caller:
         method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
     ) -> Answer:
         started = time.monotonic()
-        client = app.test_client()
+        client = app.test_client(use_cookies=False)  # cookies as the caller sends them
         with client.open(path, method=method, data=body, headers=headers or {}) as response:
             seconds = time.monotonic() - started
             names = {name.lower(): value for name, value in response.headers.items()}

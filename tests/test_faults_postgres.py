@@ -231,3 +231,26 @@ def test_statement_and_commit_on_a_frozen_server_end_at_the_client_deadline(
         assert repo.get_client(client.identifier) is not None
     finally:
         repo.close()
+
+
+def test_autosave_answers_its_503_in_json_while_the_database_is_down(
+    service: Service, cluster: PostgresCluster
+) -> None:
+    """The editor's script reads JSON from the autosave, whatever the answer: the
+    database down is its 503 in JSON, with ``Retry-After``, and the same save goes through
+    once the database is back."""
+    session = service.editor_login()
+    cluster.stop()
+    try:
+        answer = service.autosave(session)
+    finally:
+        cluster.start()
+    # Not assert_unavailable: the answer may refresh the login's own session cookie.
+    assert answer.status == 503, (answer.status, answer.body[:300])
+    assert answer.seconds < BOUND, answer.seconds
+    assert int(answer.header("Retry-After") or 0) > 0
+    assert (answer.header("Content-Type") or "").startswith("application/json")
+    assert "database" in json.loads(answer.body)["message"]
+    saved = service.autosave(session)
+    assert saved.status == 200, saved.body[:300]
+    assert json.loads(saved.body)["changed"] is True

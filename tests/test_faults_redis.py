@@ -124,3 +124,24 @@ def test_dead_redis_answers_503_and_recovery_needs_no_restart(service: Service) 
     assert_redis_free_calls_answer(service)
     service.redis.start()
     assert_working(service)
+
+
+def test_autosave_answers_its_503_in_json_while_redis_hangs(service: Service) -> None:
+    """The editor's script reads JSON from the autosave, whatever the answer: a hung Redis
+    (the autosave's rate limit counts there) is its 503 in JSON, with ``Retry-After``,
+    and the same save goes through once Redis answers."""
+    session = service.editor_login()
+    service.redis.freeze()
+    try:
+        answer = service.autosave(session)
+    finally:
+        service.redis.thaw()
+    # Not assert_unavailable: the answer may refresh the login's own session cookie.
+    assert answer.status == 503, (answer.status, answer.body[:300])
+    assert answer.seconds < BOUND, answer.seconds
+    assert int(answer.header("Retry-After") or 0) > 0
+    assert (answer.header("Content-Type") or "").startswith("application/json")
+    assert "unavailable" in json.loads(answer.body)["message"]
+    saved = service.autosave(session)
+    assert saved.status == 200, saved.body[:300]
+    assert json.loads(saved.body)["changed"] is True

@@ -12,7 +12,8 @@ are checked exactly as a form save checks them, and stored as a new draft versio
   ``baseVersion`` = ``currentVersion`` overwrites explicitly ("keep mine");
 * ``422`` per field as the live preview's (``fields``, ``errors``) for values the template
   refuses, or ``errors`` per JSON field for a body of the wrong shape or types;
-* ``400`` not JSON, ``415`` not ``application/json``, ``401``/``403``/``429`` as named.
+* ``400`` not JSON, ``415`` not ``application/json``, ``401``/``403``/``429`` as named;
+* ``503`` with ``Retry-After`` while the database or Redis is unavailable.
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ from pps.platform.errors import (
     UnsupportedMediaType,
     ValidationFailed,
 )
+from pps.platform.outages import OUTAGES
 from pps.platform.repository import VersionConflict
 from pps.web import bp
 from pps.web.common import services
+from pps.web.errors import outage_error
 
 #: Autosaves per logged-in user per second. The script saves one second after the last
 #: change (and on leaving a field), so a customer never gets near it.
@@ -62,11 +65,20 @@ def editor_autosave(draft_hash: str) -> Response:
     try:
         return _autosave(draft_hash)
     except PpsError as exc:  # the script reads JSON, never an HTML error page
-        response = jsonify(exc.body())
-        response.status_code = exc.status
-        response.headers.update(exc.headers)
-        response.headers["Cache-Control"] = "no-store"
-        return response
+        return _error_json(exc)
+    except OUTAGES as exc:  # the database or Redis down: the 503 the script waits out
+        error = outage_error(exc)
+        if error is None:
+            raise
+        return _error_json(error)
+
+
+def _error_json(error: PpsError) -> Response:
+    response = jsonify(error.body())
+    response.status_code = error.status
+    response.headers.update(error.headers)
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def _autosave(draft_hash: str) -> Response:

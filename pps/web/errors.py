@@ -69,6 +69,16 @@ def error_response(error: PpsError) -> Response:
     return response
 
 
+def outage_error(exc: Exception) -> ServiceUnavailable | None:
+    """The 503 that answers ``exc`` when it is an outage of a backing service (logged here),
+    None when it is not one; for views that answer in a shape of their own."""
+    message = outage_message(exc)
+    if message is None:
+        return None
+    log.error("backing service unavailable (request %s): %r", request_id(), exc)
+    return ServiceUnavailable(message)
+
+
 def _from_http_exception(exc: HTTPException) -> PpsError:
     status = exc.code or 500
     error = PpsError(_PLAIN_MESSAGES.get(status) or exc.description or exc.name)
@@ -97,11 +107,10 @@ def register_error_handlers(app: Flask) -> None:
         return http_error_response(exc)
 
     def _outage(exc: Exception) -> Response:
-        message = outage_message(exc)
-        if message is None:
+        error = outage_error(exc)
+        if error is None:
             return _unexpected(exc)
-        log.error("backing service unavailable (request %s): %r", request_id(), exc)
-        return error_response(ServiceUnavailable(message))
+        return error_response(error)
 
     for outage in OUTAGES:
         app.register_error_handler(outage, _outage)
