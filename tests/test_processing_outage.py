@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import subprocess
 import threading
 import time
@@ -39,7 +40,7 @@ from server_support import pps_script
 
 from app import create_app
 from pps.platform.outages import DATABASE_DOWN
-from pps.platform.queue import QUEUE_NAME
+from pps.platform.queue import QUEUE_NAME, queue_processing
 from pps.platform.repository.sql import SqlRepository, upgrade_database
 from pps.processing.cli import OUTAGE_EXIT
 
@@ -286,3 +287,54 @@ def test_a_notification_sent_as_the_database_went_down_is_not_sent_again(
         assert [body for _, body in hook.requests] == [b'{"final":true}']
     finally:
         hook.close()
+
+
+def test_a_running_worker_queues_a_retry_when_due_after_redis_was_restarted(
+    app: Flask, redis_process: RedisProcess, tmp_path: Path
+) -> None:
+    """RQ's scheduler, which queues the retries, runs in a process of its own that a lost
+    Redis connection ends (a Redis restarted, or one that hung). The worker starts it again
+    at its maintenance, which RQ ran every 10 minutes, and only after its wait for a job
+    (up to 405 s) ended: a retry due meanwhile waited up to 17 minutes. Now within half a
+    minute of Redis being back."""
+    repo: SqlRepository = app.extensions["pps"].repository
+    shop = repo.create_client("Shop")
+    draft = card_draft(repo, shop, card_template(repo, shop), "Ada")
+    processing = app.extensions["pps"].processings.create(shop.identifier, [draft.draft_hash], None)
+    api = ApiClient(app.test_client(), shop.api_key)
+    log = tmp_path / "worker.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [pps_script(), "worker"],
+            env=worker_env(app),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        # Started, its scheduler too, and done with its first maintenance: waiting for a job.
+        wait_until(lambda: "Scheduler for pps-processing started" in log.read_text())
+        wait_until(lambda: "cleaning group registries" in log.read_text())
+        time.sleep(0.5)
+        redis_process.kill()
+        wait_until(lambda: "Scheduler [PID" in log.read_text())  # it raised, and ended
+        redis_process.start()  # empty, as after a restart without persistence
+        connection = redis.Redis.from_url(redis_process.url)
+        try:
+            # A retry, as the failure callback schedules one (pps.processing.retry).
+            queue_processing(
+                Queue(QUEUE_NAME, connection=connection),
+                shop.identifier,
+                processing.processing_id,
+                timeout=60,
+                delay=1,
+            )
+        finally:
+            connection.close()
+        wait_until(
+            lambda: snapshot_states(status(api, processing.processing_id)) == ["processed"],
+            timeout=60,
+        )
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)

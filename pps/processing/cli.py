@@ -26,6 +26,15 @@ __all__ = ["OUTAGE_EXIT", "OutageStop", "worker"]
 #: from a bug (1) or a usage error (2).
 OUTAGE_EXIT = 75
 
+#: Seconds between a worker's maintenance runs. RQ's scheduler (which queues the retries of
+#: pps.processing.retry) runs in a process of its own, which a lost Redis connection ends (Redis
+#: restarted, or hung for a while); the worker starts it again only at its maintenance,
+#: which RQ runs every 10 minutes by default, and only between its waits for a job (up to
+#: ``worker_ttl`` - 15 s, 405 s by default): a retry due meanwhile waited up to 17 minutes.
+MAINTENANCE_INTERVAL = 15
+#: The worker's registration TTL; RQ waits for a job up to 15 s less at a time.
+WORKER_TTL = MAINTENANCE_INTERVAL + 15
+
 
 class OutageStop(click.ClickException):
     """One line naming the outage, and :data:`OUTAGE_EXIT`: a burst worker whose database
@@ -103,9 +112,13 @@ def _work(settings: Settings, burst: bool, simple: bool, name: str | None) -> No
     try:
         # The scheduler queues the retries of jobs that met an outage when they are due
         # (pps.processing.retry); in burst mode it queues those due at start, then stops.
-        worker_class([queue], connection=connection, name=name).work(
-            burst=burst, logging_level="INFO", with_scheduler=True
-        )
+        worker_class(
+            [queue],
+            connection=connection,
+            name=name,
+            worker_ttl=WORKER_TTL,
+            maintenance_interval=MAINTENANCE_INTERVAL,
+        ).work(burst=burst, logging_level="INFO", with_scheduler=True)
     finally:
         configure_worker(None)
         connection.close()
