@@ -335,6 +335,34 @@ def test_a_running_worker_queues_a_retry_when_due_after_redis_was_restarted(
             lambda: snapshot_states(status(api, processing.processing_id)) == ["processed"],
             timeout=60,
         )
+        os.kill(proc.pid, signal.SIGTERM)  # as systemd stops it: a stop asked for, status 0
+        assert proc.wait(timeout=30) == 0, log.read_text()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
+def test_a_worker_whose_rq_loop_ends_unasked_exits_to_be_started_again(
+    app: Flask, redis_process: RedisProcess
+) -> None:
+    """RQ's worker loop ends by itself ("found an unhandled exception, quitting") when a
+    Redis call outside its wait for a job fails: a connection lost as the worker starts or
+    finishes a job (seen with Redis restarted then), or here a key it cannot read. pps
+    worker then exited 0, which systemd's ``Restart=on-failure`` takes for a deliberate
+    stop: no worker ran until someone noticed. It exits 75, as for an outage at start."""
+    connection = redis.Redis.from_url(redis_process.url)
+    try:
+        # The first maintenance of the worker reads this registry, and fails on a string.
+        connection.set(f"rq:wip:{QUEUE_NAME}", "not a registry")
+    finally:
+        connection.close()
+    done = subprocess.run(
+        [pps_script(), "worker"], env=worker_env(app), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == OUTAGE_EXIT, done.stderr
+    assert "found an unhandled exception, quitting" in done.stderr
+    assert done.stderr.endswith(
+        "Error: pps worker stopped: its RQ worker loop ended without being asked to (see"
+        " above). Queued jobs are kept and retried; run it again later.\n"
+    ), done.stderr

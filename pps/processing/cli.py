@@ -8,6 +8,7 @@ renders its submissions in a thread of its own (single host only).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import click
 from flask import current_app
@@ -18,7 +19,7 @@ from pps.platform.queue import QUEUE_NAME, configure_worker, uses_redis
 from pps.platform.settings import Settings
 from pps.processing.worker_name import NameTaken, claim_worker_name
 
-__all__ = ["OUTAGE_EXIT", "OutageStop", "worker"]
+__all__ = ["LOOP_ENDED", "OUTAGE_EXIT", "OutageStop", "worker"]
 
 #: Exit status of a worker stopped by an outage of the database or Redis: EX_TEMPFAIL of
 #: sysexits.h. Queued jobs stay queued and those that met the outage are retried
@@ -61,7 +62,8 @@ class OutageStop(click.ClickException):
 def worker(burst: bool, simple: bool, name: str | None) -> None:
     """Render batch print files (/api-ext/pdf-processing) queued in Redis.
 
-    Exits 75 (EX_TEMPFAIL) with one line when the database or Redis is down."""
+    Exits 75 (EX_TEMPFAIL) with one line when the database or Redis is down, and when
+    RQ's loop ends without being asked to (Redis lost at the wrong moment)."""
     settings: Settings = current_app.extensions["pps.settings"]
     if not uses_redis(settings):
         raise click.ClickException(
@@ -76,6 +78,27 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
         if outage is None:
             raise
         raise OutageStop(outage) from None
+
+
+#: Why a worker that no signal asked to stop has stopped (with :class:`OutageStop`'s status).
+LOOP_ENDED = "its RQ worker loop ended without being asked to (see above)."
+
+
+def _noting_stop(base: type[Any]) -> type[Any]:
+    """``base`` (RQ's ``Worker`` or ``SimpleWorker``) noting a requested stop: SIGINT,
+    SIGTERM, or RQ's shutdown command (sent as SIGINT). RQ's loop also ends by itself,
+    after it logged "found an unhandled exception, quitting" (a Redis call outside its wait
+    for a job failed: Redis lost as a job starts or ends), and nothing else tells the two
+    apart."""
+
+    class StopNoting(base):  # type: ignore[misc]
+        stop_requested = False
+
+        def request_stop(self, signum: Any, frame: Any) -> None:
+            self.stop_requested = True
+            super().request_stop(signum, frame)
+
+    return StopNoting
 
 
 def _work(settings: Settings, burst: bool, simple: bool, name: str | None) -> None:
@@ -103,7 +126,7 @@ def _work(settings: Settings, burst: bool, simple: bool, name: str | None) -> No
     # Webhook events of the jobs (processing.state_changed) are queued by the work horses
     # and delivered from here, the worker's main process (see pps.webhooks.dispatcher).
     dispatcher = current_app.extensions["pps"].dispatcher()
-    worker_class = SimpleWorker if simple else Worker
+    worker_class = _noting_stop(SimpleWorker if simple else Worker)
     click.echo(
         f"pps worker: {'simple' if simple else 'forking'} worker on queue {QUEUE_NAME}"
         + (" (burst)" if burst else "; Ctrl-C stops"),
@@ -112,16 +135,21 @@ def _work(settings: Settings, burst: bool, simple: bool, name: str | None) -> No
     try:
         # The scheduler queues the retries of jobs that met an outage when they are due
         # (pps.processing.retry); in burst mode it queues those due at start, then stops.
-        worker_class(
+        rq_worker = worker_class(
             [queue],
             connection=connection,
             name=name,
             worker_ttl=WORKER_TTL,
             maintenance_interval=MAINTENANCE_INTERVAL,
-        ).work(burst=burst, logging_level="INFO", with_scheduler=True)
+        )
+        rq_worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
     finally:
         configure_worker(None)
         connection.close()
+    if not burst and not rq_worker.stop_requested:
+        # Exit 0 would read as a deliberate stop: systemd's Restart=on-failure would leave
+        # the queue without a worker.
+        raise OutageStop(LOOP_ENDED)
     if burst and dispatcher is not None:
         # What the jobs queued is due now; a message waiting for a retry stays queued.
         s = settings
