@@ -12,7 +12,9 @@ deploy config.
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -28,10 +30,11 @@ from fault_support import (
     Service,
     serving,
 )
+from server_support import pps_script
 
 from pps.platform.outages import DATABASE_DOWN, outage_message
 from pps.platform.repository.deadline import DeadlineExceeded
-from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.sql import MIGRATION_CONNECT_TIMEOUT, SqlRepository
 from pps.platform.repository.tables import clients
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -254,3 +257,36 @@ def test_autosave_answers_its_503_in_json_while_the_database_is_down(
     saved = service.autosave(session)
     assert saved.status == 200, saved.body[:300]
     assert json.loads(saved.body)["changed"] is True
+
+
+def test_db_upgrade_on_a_server_that_never_answers_ends_at_its_connect_timeout(
+    cluster: PostgresCluster, tmp_path: Path
+) -> None:
+    """Migrations run without a statement timeout, but a server that takes the connection
+    and never answers must not hold ``pps db upgrade`` without end: it stops with an error
+    once the connect timeout has passed."""
+    if cluster.proc is None:
+        cluster.start()
+    database_url = cluster.create_database(f"pps_{secrets.token_hex(4)}")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PPS_")}
+    env.update(
+        PPS_DATABASE_URL=database_url,
+        PPS_INSTANCE_PATH=str(tmp_path / "instance"),
+        PPS_DEVELOPMENT="1",
+    )
+    cluster.freeze()
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            [pps_script(), "db", "upgrade"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=MIGRATION_CONNECT_TIMEOUT * 4,
+        )
+        took = time.monotonic() - started
+    finally:
+        cluster.thaw()
+    assert done.returncode != 0, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    assert took < MIGRATION_CONNECT_TIMEOUT * 3, took

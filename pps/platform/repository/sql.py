@@ -150,11 +150,16 @@ def server_timeouts(timeout: float) -> dict[str, Any]:
     }
 
 
+#: Seconds ``pps db upgrade`` (an engine without ``timeout``) waits for a connection.
+MIGRATION_CONNECT_TIMEOUT = 10
+
+
 def create_engine(url: str, *, timeout: float | None = None) -> Engine:
     """An engine with the settings each backend needs to serve several workers at once.
 
     ``timeout`` bounds waits on a server database (see :func:`server_timeouts`); None, for
-    migrations, sets no statement timeout. SQLite keeps its own lock timeout either way.
+    migrations, sets no statement timeout, only :data:`MIGRATION_CONNECT_TIMEOUT`. SQLite
+    keeps its own lock timeout either way.
     """
     if url.startswith("sqlite"):
         engine = sa.create_engine(
@@ -171,7 +176,15 @@ def create_engine(url: str, *, timeout: float | None = None) -> Engine:
 
         return engine
     if timeout is None:
-        return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        # Migrations may run long, so no statement timeout; but a server that takes the
+        # connection and never answers (a hung host) held `pps db upgrade` without end.
+        return sa.create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=5,
+            max_overflow=10,
+            connect_args={"connect_timeout": MIGRATION_CONNECT_TIMEOUT},
+        )
     engine = sa.create_engine(url, pool_size=5, max_overflow=10, **server_timeouts(timeout))
     if engine.dialect.driver == "psycopg":
         deadline.guard(engine, limit=timeout * 5 / 6, ping_limit=timeout / 4)
