@@ -490,6 +490,32 @@ def test_required_proof_refuses_finish_without_the_confirmation(
     assert pps_cli(app, "proof-approval", "nobody").exit_code != 0
 
 
+def test_a_finish_without_approval_of_values_that_cannot_print_says_only_what_to_fix(
+    app: Flask, client: FlaskClient, repo: SqlRepository, tenant: Client, user: User
+) -> None:
+    """A finish without the tick (the shop's frame can ask for one from the edit step) when
+    the values cannot make the print file: the proof step lists what to correct and has no
+    checkbox, so it must not also ask for the tick (a second summary, its link leading
+    nowhere)."""
+    assert pps_cli(app, "proof-approval", tenant.identifier, "--required").exit_code == 0
+    draft = make_draft(repo, tenant, user, headline="")  # required, and empty
+    _, token = opened(client, tenant, user, draft)
+    before = snapshot(repo)
+    refused = client.post(
+        f"/editor/{draft.draft_hash}/finish",
+        data={"csrf_token": token, "base_version": str(draft.version)},
+    )
+    assert refused.status_code == 422
+    text = refused.get_data(as_text=True)
+    assert "This design cannot be printed yet" in text
+    assert "Headline: is required" in text
+    assert 'id="proof-approved"' not in text  # no checkbox to tick ...
+    assert 'href="#proof-approved"' not in text  # ... so no link to it
+    assert "Please confirm that you have checked the proof" not in text
+    assert text.count('id="error-summary"') == 1
+    assert snapshot(repo) == before
+
+
 def test_approving_a_proof_that_changed_meanwhile_is_a_conflict(
     client: FlaskClient, api: Any, repo: SqlRepository, tenant: Client, user: User, draft: Draft
 ) -> None:
