@@ -1,10 +1,12 @@
 """Claiming a ``pps worker --name`` that a killed worker of this host still holds.
 
 RQ refuses to start a worker whose name is registered and not marked dead, and a worker
-killed without a chance to deregister (SIGKILL, the OOM killer) stays registered for
-eight minutes. ``deploy/pps-worker.service`` names its worker after the host and restarts
-it two seconds after a failure: each restart failed on the stale name until systemd's
-start limit gave up, leaving no worker at all. No Flask here.
+killed without a chance to deregister (SIGKILL, the OOM killer) stays registered until
+its registration's TTL runs out (``WORKER_TTL`` + 60 s of :mod:`pps.processing.cli`, a
+minute and a half; eight minutes with RQ's default). ``deploy/pps-worker.service`` names
+its worker after the host and restarts it two seconds after a failure: each restart failed
+on the stale name until systemd's start limit gave up, leaving no worker at all. No Flask
+here.
 """
 
 from __future__ import annotations
