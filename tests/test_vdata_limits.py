@@ -393,3 +393,12 @@ def test_a_csv_wider_than_max_columns_reads_its_first_columns() -> None:
     table = read_table("csv", f"{header}\r\n{row}\r\n".encode(), 10)
     assert len(table.header) == MAX_COLUMNS
     assert table.rows == [[str(n) for n in range(MAX_COLUMNS)]]
+
+
+def test_a_csv_exactly_max_columns_wide_still_refuses_a_row_with_more_values() -> None:
+    """Its header is whole, not cut at MAX_COLUMNS: a value past it is an unquoted value
+    holding the delimiter, refused as in a narrower file, not dropped without a word."""
+    header = ",".join(f"c{n}" for n in range(MAX_COLUMNS))
+    row = ",".join(str(n) for n in range(MAX_COLUMNS - 1)) + ",Smith, John"
+    with pytest.raises(TableError, match=f"Row 1 has {MAX_COLUMNS + 1} values"):
+        read_table("csv", f"{header}\r\n{row}\r\n".encode(), 10)

@@ -230,11 +230,12 @@ def _collect(
     the next column (``Smith, John`` printed as ``Smith``). A sheet's cells are cells.
     """
     header: list[str] | None = None
+    cut = False  # the header row has more than MAX_COLUMNS cells: those are not read
     body: list[list[str]] = []
     blank = 0
     for raw in rows:
         if header is None:
-            header = _header(raw)
+            header, cut = _header(raw), len(raw) > MAX_COLUMNS
             continue
         row = [] if raw.count(None) == len(raw) else _texts(raw, len(header))
         if not any(cell.strip() for cell in row):
@@ -246,8 +247,6 @@ def _collect(
             continue
         if len(body) >= max_rows:
             raise TableError(f"The file has more than {max_rows} data rows; at most {max_rows}.")
-        # A header cut at MAX_COLUMNS has more columns than it shows: those are not read.
-        cut = len(header) >= MAX_COLUMNS
         if delimiter is not None and not cut and not all(map(_blank, raw[len(header) :])):
             count = max(number for number, cell in enumerate(raw, 1) if not _blank(cell))
             raise TableError(
