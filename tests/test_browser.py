@@ -231,6 +231,21 @@ def watch_csp(page: Any) -> list[str]:
     return found
 
 
+def watch_refusals(page: Any) -> list[str]:
+    """``"<status> <url>"`` of every answer of 400 or more ``page`` gets, as they come;
+    browsers ask every site for /favicon.ico, which is left out."""
+    found: list[str] = []
+    page.on(
+        "response",
+        lambda response: (
+            found.append(f"{response.status} {response.url}")
+            if response.status >= 400 and not response.url.endswith("/favicon.ico")
+            else None
+        ),
+    )
+    return found
+
+
 #: The pixels an <img> shows, as a PNG data URL (through a canvas: the page's CSP lets
 #: images, not fetches, load blob: URLs, and a test must not need a looser policy).
 # The editor may swap the image's src again (a later keystroke's preview) between a wait and

@@ -20,7 +20,14 @@ from urllib.parse import urlencode
 
 import pytest
 from server_support import ROOT, Server, api_json, shop_token
-from test_browser import ARTIFACTS, SHOWN_PIXELS, chromium, pps_server, watch_csp
+from test_browser import (
+    ARTIFACTS,
+    SHOWN_PIXELS,
+    chromium,
+    pps_server,
+    watch_csp,
+    watch_refusals,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -336,15 +343,7 @@ def test_proof_of_a_postcard_with_an_empty_required_field_says_what_to_fix(
     instead of showing broken images and a button to approve them."""
     login, draft_hash = shop.editor_login("postcard")  # recipientName is required and empty
     page = desktop.new_page()
-    refused: list[str] = []
-    page.on(
-        "response",
-        lambda response: (
-            refused.append(f"{response.status} {response.url}")
-            if response.status >= 400 and not response.url.endswith("/favicon.ico")
-            else None
-        ),
-    )
+    refused = watch_refusals(page)
     page.goto(login)
     wait_loaded(page)
     with page.expect_navigation():

@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 import pytest
 from processing_support import Receiver, receiver
 from server_support import ROOT, Server, served, shop_token
-from test_browser import chromium, watch_csp
+from test_browser import chromium, watch_csp, watch_refusals
 
 __all__ = ["chromium"]  # the fixture shared with test_browser.py, used by name
 
@@ -236,15 +236,7 @@ def test_a_proof_that_cannot_be_printed_says_why_instead_of_broken_images(
 
     context = chromium.new_context(viewport={"width": 1280, "height": 900}, locale="de-DE")
     page = context.new_page()
-    refused: list[str] = []
-    page.on(
-        "response",
-        lambda response: (
-            refused.append(f"{response.status} {response.url}")
-            if response.status >= 400 and not response.url.endswith("/favicon.ico")
-            else None
-        ),
-    )
+    refused = watch_refusals(page)
     try:
         page.goto(shop.review_login(reviewer, review_id))
         page.goto(f"{pps_server.base_url}/review/{review_id}?locale=de")
