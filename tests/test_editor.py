@@ -268,6 +268,25 @@ def test_a_slashed_address_that_is_no_step_is_404_not_a_500(
 # -- the form ----------------------------------------------------------------------------
 
 
+def test_a_form_that_is_not_utf8_is_400_saying_so(
+    client: FlaskClient, repo: SqlRepository, tenant: Client, user: User, draft: Draft
+) -> None:
+    """A form body Werkzeug cannot read is refused rather than read as empty; the page says
+    what is wrong with this body (its text is not UTF-8), not with a multipart one."""
+    log_in(client, tenant, user)
+    _, token = open_editor(client, edit_url(draft))
+    response = client.post(
+        edit_url(draft),
+        data=f"csrf_token={token}&v%3Aheadline=M\xfcller".encode("latin-1"),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code == 400
+    page = response.get_data(as_text=True)
+    assert "not valid UTF-8" in page
+    assert "multipart" not in page
+    assert stored(repo, tenant, draft) == draft
+
+
 def test_one_labelled_input_per_datakey_prefilled(
     client: FlaskClient, repo: SqlRepository, tenant: Client, user: User, draft: Draft
 ) -> None:

@@ -15,8 +15,9 @@ client said it was not. RFC 9110 15.5.16: 415 for an unsupported content coding,
 ``Accept-Encoding`` naming the codings accepted (only ``identity``).
 
 A form body Werkzeug's parser cannot read (a malformed multipart body, a part whose headers
-are not UTF-8) is a 400 too: the parser would drop the whole form without a word, and an
-upload would then be refused for lacking the file part it has.
+are not UTF-8, a urlencoded body that is not UTF-8) is a 400 too: the parser would drop the
+whole form without a word, and an upload would then be refused for lacking the file part it
+has.
 """
 
 from __future__ import annotations
@@ -33,10 +34,13 @@ from pps.platform.errors import BadRequest, UnsupportedMediaType
 
 __all__ = ["LimitedRequest", "MaxBodyStream", "StrictFormDataParser"]
 
-FORM_UNREADABLE = (
+#: Why a form body cannot be read, by its media type; Werkzeug's urlencoded parser fails
+#: only on text that is not UTF-8.
+MULTIPART_UNREADABLE = (
     "The form body cannot be read: the multipart body is malformed, or a part's headers "
     "are not valid UTF-8."
 )
+URLENCODED_UNREADABLE = "The form body cannot be read: it is not valid UTF-8."
 
 
 class StrictFormDataParser(FormDataParser):
@@ -45,11 +49,19 @@ class StrictFormDataParser(FormDataParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{**kwargs, "silent": False})
 
-    def parse(self, *args: Any, **kwargs: Any) -> Any:
+    def parse(
+        self,
+        stream: IO[bytes],
+        mimetype: str,
+        content_length: int | None,
+        options: dict[str, str] | None = None,
+    ) -> Any:
         try:
-            return super().parse(*args, **kwargs)
+            return super().parse(stream, mimetype, content_length, options)
         except ValueError:  # UnicodeDecodeError included
-            raise BadRequest(FORM_UNREADABLE) from None
+            multipart = mimetype == "multipart/form-data"
+            message = MULTIPART_UNREADABLE if multipart else URLENCODED_UNREADABLE
+            raise BadRequest(message) from None
 
 
 class MaxBodyStream(LimitedStream):
