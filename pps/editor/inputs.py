@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pps.render import Field
 from pps.render.model import InputType
 
-__all__ = ["InputAttributes", "input_attributes", "input_type_of", "readable_key"]
+__all__ = ["InputAttributes", "field_label", "input_attributes", "input_type_of", "readable_key"]
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_\-. ]+")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\b|[0-9_\-.\s]|$)|[A-Z]?[a-z]+|[0-9]+|[A-Z]+")
@@ -34,6 +34,15 @@ def readable_key(key: str) -> str:
     first = shown[0]
     shown[0] = first if first.isupper() else first[:1].upper() + first[1:]
     return " ".join(shown)
+
+
+def field_label(field: Field | None, key: str, locale: str) -> str:
+    """What DataKey ``key`` is called in ``locale``: the label of its template ``field``,
+    else :func:`readable_key`. One rule, so that the form, the shop's frame and a review's
+    list of what to correct name a field alike."""
+    if field is not None and field.label is not None:
+        return field.label.get(locale)
+    return readable_key(key)
 
 
 #: Key words that say what a plain text field holds: (words, input type, autocomplete).

@@ -14,7 +14,7 @@ from typing import Any
 
 from pps.auth.callbacks import CALLBACK_PARAMS, vetted_callbacks
 from pps.auth.redirects import origin_of
-from pps.editor.inputs import input_attributes, readable_key
+from pps.editor.inputs import field_label, input_attributes
 from pps.platform.models import Draft, Template
 from pps.render import Code, Field, Problem, TemplateSpec
 from pps.render.model import MAX_VALUE_LENGTH
@@ -184,7 +184,7 @@ def field_views(
                 multiline=html.element == "textarea",
                 hint=hint,
                 errors=[t.problem(problem) for problem in errors.get(field.key, [])],
-                label=field.label.get(t.locale) if field.label else readable_key(field.key),
+                label=field_label(field, field.key, t.locale),
                 help=field.help.get(t.locale) if field.help else "",
                 placeholder=field.placeholder.get(t.locale) if field.placeholder else "",
                 element=html.element,

@@ -27,7 +27,7 @@ from flask import Blueprint, Response, current_app, render_template, request, ur
 
 from pps.auth.web import logged_in_as
 from pps.editor.csrf import check_csrf, csrf_token
-from pps.editor.inputs import readable_key
+from pps.editor.inputs import field_label
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.platform.errors import Forbidden, NotFound, PayloadTooLarge, PpsError, ValidationFailed
 from pps.platform.http_headers import PAGE_CSP
@@ -225,15 +225,14 @@ def _unprintable(ctx: ReviewContext, t: Translator) -> list[str]:
             ctx.template,
             max_pixels=services().settings.max_image_pixels,
         )
-        fields = {field.key: field for field in template_spec(ctx.template).fields}
+        spec = template_spec(ctx.template)
     except RenderError:
         return []
-    lines = []
-    for key, problems in found.items():
-        field = fields.get(key)
-        label = field.label.get(t.locale) if field is not None and field.label else None
-        lines += [f"{label or readable_key(key)}: {t.problem(problem)}" for problem in problems]
-    return lines
+    return [
+        f"{field_label(spec.field(key), key, t.locale)}: {t.problem(problem)}"
+        for key, problems in found.items()
+        for problem in problems
+    ]
 
 
 @dataclass(frozen=True)
