@@ -17,6 +17,7 @@ import pikepdf
 from PIL import Image, UnidentifiedImageError
 
 from pps.render.assets import AssetLoader, sniff
+from pps.render.decode import NOT_AN_IMAGE
 from pps.render.errors import AssetError
 from pps.render.fonts import is_font_file, load_font
 from pps.render.layout import fit_problem
@@ -36,8 +37,6 @@ from pps.render.reader import Reader
 __all__ = ["check_files"]
 
 _Test = Callable[[str, bytes], Problem | None]
-#: Pillow found no image format whose header matches (as :mod:`pps.render.decode` says it).
-_NO_IMAGE = "its header is not one of a PNG or JPEG"
 
 
 def check_files(
@@ -154,7 +153,7 @@ def _image_problem(name: str, data: bytes) -> Problem | None:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         return Problem(Code.FILE_TOO_MANY_PIXELS, {"name": repr(name)})
     except UnidentifiedImageError:  # its message names the in-memory stream by its repr
-        return Problem(Code.FILE_UNREADABLE_IMAGE, {"name": repr(name), "reason": _NO_IMAGE})
+        return Problem(Code.FILE_UNREADABLE_IMAGE, {"name": repr(name), "reason": NOT_AN_IMAGE})
     except (OSError, SyntaxError, ValueError) as exc:
         return Problem(Code.FILE_UNREADABLE_IMAGE, {"name": repr(name), "reason": str(exc)})
     return None

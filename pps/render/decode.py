@@ -32,10 +32,14 @@ __all__ = [
     "DECODE_ERRORS",
     "DEFAULT_MAX_IMAGE_PIXELS",
     "MAX_PDF_PAGES",
+    "NOT_AN_IMAGE",
     "asset_problem",
     "image_pixels_problem",
 ]
 
+#: Why Pillow finds no image in a file: no format it knows has this header. Said in words,
+#: as its own message names the in-memory stream by its repr.
+NOT_AN_IMAGE = "its header is not one of a PNG or JPEG"
 #: Images with more pixels than this are refused (``PPS_MAX_IMAGE_PIXELS``). Decoding
 #: takes 3 to 4 bytes per pixel, so 40 megapixels bound one image at about 160 MB, and a
 #: page image of a template rendered from it at about 1 s on one core.
@@ -120,7 +124,7 @@ def _image_problem(data: bytes, max_pixels: int) -> str | None:
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         return "has too many pixels"
     except UnidentifiedImageError:
-        return "cannot be decoded as an image: its header is not one of a PNG or JPEG"
+        return f"cannot be decoded as an image: {NOT_AN_IMAGE}"
     except DECODE_ERRORS as exc:
         return f"cannot be decoded as an image: {exc or type(exc).__name__}"
     return None
