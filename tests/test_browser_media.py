@@ -229,6 +229,22 @@ NOT_IMAGES = [
 NOT_AN_IMAGE_DE = (
     ": kein PNG-, JPEG- oder SVG-Bild"  # after "(Diese Datei) kann nicht verwendet werden"
 )
+#: Images the upload check refuses, and the end of what a German page says of them.
+REFUSED_IMAGES_DE = [
+    (
+        "cut.png",
+        "image/png",
+        quadrants()[:400],
+        ": das Bild ist beschädigt oder unvollständig und kann nicht gelesen werden",
+    ),
+    (
+        "logo.svg",
+        "image/svg+xml",
+        b'<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>',
+        ": die SVG-Grafik hat keine Größe; geben Sie ihr eine viewBox oder eine Breite und "
+        "eine Höhe",
+    ),
+]
 
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["script", "no-script"])
@@ -251,7 +267,8 @@ def test_a_file_that_is_no_image_is_refused_in_the_pages_language(
         with page.expect_navigation():
             page.get_by_role("link", name="Deutsch").click()
         error = page.locator(".media-image .field-error")
-        for name, mime, data in NOT_IMAGES:
+        refused = [(*item, NOT_AN_IMAGE_DE) for item in NOT_IMAGES] + REFUSED_IMAGES_DE
+        for name, mime, data, reason in refused:
             page.locator("input[name='image:logo']").set_input_files(
                 files=[{"name": name, "mimeType": mime, "buffer": data}]
             )
@@ -262,7 +279,7 @@ def test_a_file_that_is_no_image_is_refused_in_the_pages_language(
             else:
                 with page.expect_navigation():
                     page.get_by_role("button", name="Bild hochladen").click()
-            assert error.inner_text().endswith(NOT_AN_IMAGE_DE), (name, error.inner_text())
+            assert error.inner_text().endswith(reason), (name, error.inner_text())
             if javascript:
                 page.evaluate("el => { el.textContent = ''; }", error.element_handle())
     finally:

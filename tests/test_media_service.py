@@ -7,6 +7,7 @@ database; files are real PNG, SVG and CSV bytes; print PDFs are read back with p
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import re
@@ -491,6 +492,200 @@ def test_bad_uploads_are_refused_and_nothing_is_kept(
         assert html.status_code == 303
 
 
+#: What the script shows before the reason a file is refused, per language; the form
+#: without JavaScript shows the second beside the image.
+REFUSED = {"en": "This file cannot be used: ", "de": "Diese Datei kann nicht verwendet werden: "}
+FIELD_REFUSED = {"en": "cannot be used: ", "de": "kann nicht verwendet werden: "}
+DAMAGED = {
+    "en": "the image is damaged or incomplete and cannot be read",
+    "de": "das Bild ist beschädigt oder unvollständig und kann nicht gelesen werden",
+}
+TOO_MANY_PIXELS = {
+    "en": "the image has too many pixels (at most 40 megapixels); save it smaller and try again",
+    "de": "das Bild hat zu viele Pixel (höchstens 40 Megapixel); speichern Sie es kleiner und "
+    "versuchen Sie es noch einmal",
+}
+SVG_UNREADABLE = {
+    "en": "the SVG file is damaged and cannot be read",
+    "de": "die SVG-Datei ist beschädigt und kann nicht gelesen werden",
+}
+SVG_TOO_COMPLEX = {
+    "en": "the SVG drawing is too complex to print; simplify it or save it as a PNG",
+    "de": "die SVG-Grafik ist zu komplex für den Druck; vereinfachen Sie sie oder speichern Sie "
+    "sie als PNG",
+}
+#: The limits of the ``strict`` app below.
+STRICT_UPLOAD_BYTES = 50_000
+STRICT_STORAGE_BYTES = 1000
+#: Every way the editor refuses an image it was sent, as (file, status, the reason per
+#: language, what the API says of the same file in English, unchanged for shop developers,
+#: with the same status unless :data:`API_STATUS` says otherwise).
+REFUSALS: dict[str, tuple[bytes, int, dict[str, str], str]] = {
+    "no PNG header": (b"\x89PNG\r\n\x1a\nbroken", 422, DAMAGED, "cannot be decoded as an image"),
+    "truncated PNG": (quadrants()[:400], 422, DAMAGED, "cannot be decoded as an image"),
+    "100 megapixels": (huge_png(), 422, TOO_MANY_PIXELS, "has too many pixels"),
+    "64 megapixels": (huge_png(8000, 8000), 422, TOO_MANY_PIXELS, "(PPS_MAX_IMAGE_PIXELS)"),
+    "too many bytes": (
+        b"\x89PNG\r\n\x1a\n" + b"\0" * 60_000,
+        422,
+        {
+            "en": "the file is 59 kB; files of at most 49 kB can be used",
+            "de": "die Datei ist 59 kB groß; erlaubt sind höchstens 49 kB",
+        },
+        "The file has 60008 bytes; files of at most 50000 bytes are accepted "
+        "(PPS_MAX_UPLOAD_BYTES).",
+    ),
+    "DTD": (
+        ENTITY_SVG,
+        422,
+        {
+            "en": "the SVG file contains a DTD or entities, which are not allowed; save it "
+            "without them",
+            "de": "die SVG-Datei enthält eine DTD oder Entitäten, die nicht erlaubt sind; "
+            "speichern Sie sie ohne diese",
+        },
+        "the SVG declares a DTD or entities, which are not allowed",
+    ),
+    "not XML": (
+        b'<svg xmlns="http://www.w3.org/2000/svg"><rect></svg>',
+        422,
+        SVG_UNREADABLE,
+        "the SVG is not well-formed XML: mismatched tag",
+    ),
+    "no SVG root": (
+        b'<html><svg xmlns="http://www.w3.org/2000/svg"/></html>',
+        422,
+        SVG_UNREADABLE,
+        "the root element is not <svg>",
+    ),
+    "nested deep": (DEEP_SVG, 422, SVG_TOO_COMPLEX, "elements are nested more than 100 levels"),
+    "many elements": (
+        b'<svg xmlns="http://www.w3.org/2000/svg">' + b"<g/>" * 10_001 + b"</svg>",
+        422,
+        SVG_TOO_COMPLEX,
+        "it has more than 10000 elements",
+    ),
+    "expanding": (fan_out_svg(6), 422, SVG_TOO_COMPLEX, "it expands to more than 10000 elements"),
+    "sizeless": (
+        b'<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>',
+        422,
+        {
+            "en": "the SVG drawing has no size; give it a viewBox, or a width and a height",
+            "de": "die SVG-Grafik hat keine Größe; geben Sie ihr eine viewBox oder eine Breite "
+            "und eine Höhe",
+        },
+        "it has no size: give its <svg> element a viewBox, or a width and a height",
+    ),
+    "negative size": (
+        b'<svg xmlns="http://www.w3.org/2000/svg" width="-10" height="nan"/>',
+        422,
+        {
+            "en": "the width and height of the SVG drawing must be positive numbers",
+            "de": "Breite und Höhe der SVG-Grafik müssen positive Zahlen sein",
+        },
+        "its width and height (or those of its viewBox) must be positive numbers",
+    ),
+    "storage budget": (
+        quadrants(),
+        507,
+        {
+            "en": "there is no room left to store more images for this shop; nothing was stored",
+            "de": "für diesen Shop ist kein Platz für weitere Bilder mehr; es wurde nichts "
+            "gespeichert",
+        },
+        "(PPS_CLIENT_STORAGE_BYTES)",
+    ),
+}
+
+#: The API reads its file within PPS_MAX_UPLOAD_BYTES itself (pps.uploads.web_body).
+API_STATUS = {"too many bytes": 413}
+
+
+@pytest.fixture
+def strict(app: Flask, app_config: dict[str, Any]) -> Iterator[Flask]:
+    """A second app on the same database and storage with small upload limits: files of
+    at most 50,000 bytes, and 1,000 bytes of uploads per shop."""
+    from pps.app import create_app
+
+    application = create_app(
+        {
+            **app_config,
+            "max_upload_bytes": STRICT_UPLOAD_BYTES,
+            "client_storage_bytes": STRICT_STORAGE_BYTES,
+        }
+    )
+    yield application
+    application.extensions["pps"].close()
+
+
+def image_error(page: str) -> str:
+    """The reason shown beside the image on the edit page."""
+    match = re.search(
+        r'<fieldset class="media-image[^"]*" id="(f-\d+)-group".*?'
+        r'<p class="field-error" id="\1-error">([^<]*)</p>',
+        page,
+        re.DOTALL,
+    )
+    assert match is not None, page
+    return html.unescape(match.group(2))
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_every_refused_image_is_explained_in_the_pages_language(
+    strict: Flask, tenant: Client, user: User, draft: Draft, case: str
+) -> None:
+    """A damaged image, too many pixels or bytes, an SVG refused for its content or size,
+    a full storage budget: the customer reads why in the page's language (the script's
+    JSON and the form without JavaScript), not the English written for shop developers,
+    which ``POST /api-ext/file`` keeps answering for the same file."""
+    data, status, reasons, developers = REFUSALS[case]
+    client = strict.test_client()
+    log_in(client, tenant, user)
+    for locale in ("de", "en"):
+        _, token = open_editor(client, f"/editor/{draft.draft_hash}/edit?locale={locale}")
+        expected = REFUSED[locale] + reasons[locale]
+        answer = editor_upload(client, draft, token, data, name="logo")
+        assert answer.status_code == status, (locale, answer.get_data(as_text=True))
+        body = answer.get_json()
+        assert (body["message"], body["errors"]) == (expected, {"logo": [expected]}), locale
+        page = editor_upload(client, draft, token, data, name="logo", json_answer=False)
+        assert page.status_code == status and page.mimetype == "text/html", locale
+        assert image_error(page.get_data(as_text=True)) == FIELD_REFUSED[locale] + reasons[locale]
+    api = ApiClient(client, tenant.api_key)
+    sent = api.post(
+        "/api-ext/file", data=multipart("logo", data), content_type="multipart/form-data"
+    )
+    error = assert_error(sent, API_STATUS.get(case, status))
+    assert developers in error["message"], error
+    uploads = strict.extensions["pps"].storage.root / "uploads"
+    assert not uploads.exists() or not any(uploads.rglob("*.*"))
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [
+        ("de", "Diese Datei kann nicht verwendet werden: die Datei ist 300 kB groß; erlaubt sind "
+         "höchstens 49 kB"),
+        ("en", "This file cannot be used: the file is 300 kB; files of at most 49 kB can be used"),
+    ],
+)  # fmt: skip
+def test_a_body_over_the_upload_limit_is_explained_to_the_script_in_the_pages_language(
+    strict: Flask, tenant: Client, user: User, draft: Draft, locale: str, expected: str
+) -> None:
+    """A file too large to be read at all is a 413 the script can show (JSON in the page's
+    language); the form without JavaScript gets the "too large" page, as before."""
+    client = strict.test_client()
+    log_in(client, tenant, user)
+    _, token = open_editor(client, f"/editor/{draft.draft_hash}/edit?locale={locale}")
+    # 300 kB with the multipart framing (some hundred bytes) around the file.
+    data = b"\x89PNG\r\n\x1a\n" + b"\0" * (300 * 1024 - 512 - 8)
+    answer = editor_upload(client, draft, token, data)
+    assert answer.status_code == 413 and answer.is_json, answer.get_data(as_text=True)
+    assert answer.get_json() == {"message": expected, "success": False, "errors": {}}
+    page = editor_upload(client, draft, token, data, json_answer=False)
+    assert page.status_code == 413 and 'data-kind="too_large"' in page.get_data(as_text=True)
+
+
 def test_an_svg_with_script_or_external_reference_is_kept_clean(
     client: FlaskClient, app: Flask, tenant: Client, user: User, draft: Draft
 ) -> None:
@@ -571,6 +766,29 @@ def test_uploads_are_rate_limited_per_login(
             break
     assert page.status_code == 429 and page.mimetype == "text/html"
     assert 'data-kind="busy"' in page.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [
+        ("de", "Sie haben in kurzer Zeit zu viele Bilder hochgeladen. Bitte warten Sie etwas "
+         "und versuchen Sie es dann noch einmal."),
+        ("en", "You uploaded too many images in a short time. Please wait a little and try "
+         "again."),
+    ],
+)  # fmt: skip
+def test_the_upload_rate_limit_is_explained_in_the_pages_language(
+    client: FlaskClient, tenant: Client, user: User, draft: Draft, locale: str, expected: str
+) -> None:
+    """The script shows why the image was not taken, in the page's language."""
+    log_in(client, tenant, user)
+    _, token = open_editor(client, f"/editor/{draft.draft_hash}/edit?locale={locale}")
+    for _ in range(UPLOADS_PER_MINUTE):  # refused files count too
+        assert editor_upload(client, draft, token, b"").status_code == 422
+    refused = editor_upload(client, draft, token, b"")
+    assert refused.status_code == 429 and "Retry-After" in refused.headers
+    body = refused.get_json()
+    assert body == {"message": expected, "success": False, "errors": {"logo": [expected]}}
 
 
 def test_a_locked_draft_takes_no_upload(

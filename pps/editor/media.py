@@ -18,6 +18,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from babel.numbers import format_decimal
+
 from pps.editor.inputs import readable_key
 from pps.editor.model import FieldView
 from pps.platform.models import Draft
@@ -45,6 +47,7 @@ __all__ = [
     "image_value",
     "media_view",
     "place_of",
+    "refusal_reason",
     "saved_problems",
 ]
 
@@ -204,6 +207,28 @@ def image_kind_problem(data: bytes) -> str | None:
     except UnknownKind:
         return "media.not_an_image"
     return None if kind in ("png", "jpeg", "svg") else "media.not_an_image"
+
+
+def refusal_reason(t: Translator, code: str, params: Mapping[str, float]) -> str:
+    """Why an image was refused, for the customer in the page's language: the message
+    ``code`` with its numbers as the locale writes them (``0,1``), byte counts (parameters
+    named ``*_bytes``, :class:`pps.uploads.store.UploadRefused`) as kB or MB without the
+    suffix. The check's own words are English, for a shop's developer."""
+    shown: dict[str, str] = {}
+    for name, value in params.items():
+        if name.endswith("_bytes"):
+            shown[name.removesuffix("_bytes")] = _file_size(value, t.locale)
+        else:
+            shown[name] = format_decimal(value, format="#,##0.#", locale=t.locale)
+    return t(code, **shown)
+
+
+def _file_size(size: float, locale: str) -> str:
+    """``49 kB``, ``64 MB``, ``1,5 MB``: counted in 1024s, so that the default limit of
+    64 x 1024 x 1024 bytes reads "64 MB"."""
+    if size >= 1024 * 1024:
+        return f"{format_decimal(size / (1024 * 1024), format='#,##0.#', locale=locale)} MB"
+    return f"{format_decimal(max(1, round(size / 1024)), locale=locale)} kB"
 
 
 def saved_problems(

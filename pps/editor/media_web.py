@@ -6,7 +6,10 @@
   With ``Accept: application/json`` (the script) it answers the new value, its pixel size
   and effective resolution, and saves nothing; the form without JavaScript saves the value
   on the draft and returns to the edit step. Refused files: 422 (JSON or the form again);
-  507 the same way when the client's uploads would exceed ``PPS_CLIENT_STORAGE_BYTES``.
+  507 the same way when the client's uploads would exceed ``PPS_CLIENT_STORAGE_BYTES``;
+  the reason in the page's language, from the refusal's message code and parameters
+  (:class:`~pps.uploads.store.UploadRefused`), never its English for shop developers.
+  A body over ``PPS_MAX_UPLOAD_BYTES`` is a 413 read no further: JSON for the script.
 * ``GET /editor/<hash>/image/<identifier>``: an image the draft's client uploaded, for
   the crop view (the draft's own user only).
 """
@@ -27,11 +30,12 @@ from pps.editor.media import (
     image_kind_problem,
     image_value,
     media_view,
+    refusal_reason,
 )
 from pps.editor.model import FieldView, submitted_values
 from pps.editor.throttle import upload_wait
 from pps.files.rendering import NoUpload, TemplateNotRenderable, draft_spec
-from pps.platform.errors import ClientStorageFull, NotFound, PpsError
+from pps.platform.errors import ClientStorageFull, NotFound, PayloadTooLarge, PpsError
 from pps.platform.models import Draft
 from pps.platform.repository import VersionConflict
 from pps.render.problems import Code, Problem
@@ -70,13 +74,18 @@ def editor_media(draft: Draft, fields: list[FieldView], t: Translator) -> MediaV
 
 @bp.post("/editor/<draft_hash>/upload")
 def editor_upload(draft_hash: str) -> Response:
-    allow_upload_body()  # before the body is read: uploads may exceed the form limit
+    wants_json = request.accept_mimetypes.best == "application/json"
+    try:
+        allow_upload_body()  # before the body is read: uploads may exceed the form limit
+    except PayloadTooLarge:
+        if not wants_json:
+            raise  # the "too large" page
+        return _too_large(editor._load(draft_hash))
     ctx = editor._load(draft_hash)
     editor._check_form()  # at most MAX_FORM_FIELDS fields, then the CSRF token
     key = request.form.get("upload", "")
     part = request.files.get(f"image:{key}")
     data = part.read() if part is not None else b""
-    wants_json = request.accept_mimetypes.best == "application/json"
     # The form without JavaScript sent here by Enter in a field (this button comes first in
     # the form) or without a file is saved as the Save button would save it.
     form_save = not data and not wants_json
@@ -118,8 +127,8 @@ def editor_upload(draft_hash: str) -> Response:
                     client_bytes=svc.settings.client_storage_bytes,
                 ),
             )
-        except UploadRefused as exc:
-            problem = str(exc)
+        except UploadRefused as exc:  # its words are for a shop's developer, in English
+            problem = refusal_reason(ctx.t, exc.code, exc.params)
         except ClientStorageFull as exc:  # the shop's budget: nothing the customer can fix
             problem, status = ctx.t("media.no_room"), exc.status
     if record is None or record.kind not in IMAGE_KINDS:
@@ -161,13 +170,33 @@ def editor_upload(draft_hash: str) -> Response:
     return _save_form(ctx, key, value, base)
 
 
+def _too_large(ctx: editor.EditorContext) -> Response:
+    """``413`` for the script, in JSON (the error page is HTML, which it cannot read): a
+    body over ``PPS_MAX_UPLOAD_BYTES`` is refused unread, so its DataKey is unknown and the
+    script shows ``message``."""
+    reason = refusal_reason(
+        ctx.t,
+        "media.too_large",
+        {
+            "size_bytes": request.content_length or 0,
+            "limit_bytes": services().settings.max_upload_bytes,
+        },
+    )
+    response = jsonify(
+        {"message": ctx.t("media.refused", reason=reason), "success": False, "errors": {}}
+    )
+    response.status_code = PayloadTooLarge.status
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 def _too_fast(ctx: editor.EditorContext, key: str, wait: int, *, wants_json: bool) -> Response:
     """``429`` with ``Retry-After``: JSON for the script (it shows ``errors.<DataKey>``
     beside the image), the "busy" page for the form without JavaScript."""
     refused = UploadTooFast(wait)
     if not wants_json:
         raise refused
-    message = ctx.t("error.busy.title")
+    message = ctx.t("media.too_fast")
     response = jsonify({"message": message, "success": False, "errors": {key: [message]}})
     response.status_code = refused.status
     response.headers.update(refused.headers)
@@ -226,8 +255,10 @@ the value is saved on the draft and the answer is `303` back to the edit step (`
 form again and nothing saved, when its `base_version` is not the draft's version, as for
 Save; `409` too for a locked draft). A refused
 file: `422` (JSON with `errors.<DataKey>`, or an HTML page); `507` alike, nothing stored,
-when the shop's uploaded files would take more than `PPS_CLIENT_STORAGE_BYTES`. More than
-20 uploads a minute or 120 an hour from one login: `429` with `Retry-After`, nothing stored.
+when the shop's uploaded files would take more than `PPS_CLIENT_STORAGE_BYTES`. The reason
+is in the page's language. A body over `PPS_MAX_UPLOAD_BYTES`: `413`, as JSON with `message`
+when JSON is asked for. More than 20 uploads a minute or 120 an hour from one login: `429`
+with `Retry-After`, nothing stored.
 """
 
 PAGES.update(

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_PDF_PAGES",
     "NOT_AN_IMAGE",
     "asset_problem",
+    "exceeds_pixels",
     "image_pixels_problem",
 ]
 
@@ -99,6 +100,22 @@ def image_pixels_problem(data: bytes, max_pixels: int) -> str | None:
     except DECODE_ERRORS:
         return None
     return _too_many(width, height, max_pixels)
+
+
+def exceeds_pixels(data: bytes, max_pixels: int) -> bool:
+    """Whether :func:`asset_problem` refuses the PNG or JPEG ``data`` for its pixels (more
+    than ``max_pixels``, or more than Pillow's own limit) rather than for broken data: what
+    a caller that words the refusal itself (the editor, for a customer) needs to know."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(BytesIO(data)) as image:
+                width, height = image.size
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        return True
+    except DECODE_ERRORS:
+        return False
+    return width * height > max_pixels
 
 
 def _too_many(width: int, height: int, max_pixels: int) -> str | None:

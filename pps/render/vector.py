@@ -11,14 +11,18 @@ from __future__ import annotations
 import functools
 import math
 from io import BytesIO
-from typing import Any
+from typing import Any, Literal
 
 from reportlab.graphics import renderPDF
 from reportlab.pdfgen.canvas import Canvas
 
 from pps.render.svg_budget import SvgTooBig, budget_problem, parse_svg
 
-__all__ = ["draw_svg", "is_svg", "svg_problem", "svg_size"]
+__all__ = ["SvgFault", "draw_svg", "is_svg", "svg_fault", "svg_problem", "svg_size"]
+
+#: Why an SVG cannot be drawn, for callers that word it themselves (the editor, for a
+#: customer, in the page's language).
+SvgFault = Literal["no_size", "bad_size", "too_big", "not_drawable"]
 
 
 def is_svg(data: bytes) -> bool:
@@ -113,17 +117,26 @@ def svg_problem(data: bytes) -> str | None:
     of ``1e-300``, a stroke width of ``1e999``, a ``viewBox`` of zero). Found at upload,
     that is the shop's file refused; found at render, every file of the draft would fail.
     """
+    fault = svg_fault(data)
+    return None if fault is None else fault[1]
+
+
+def svg_fault(data: bytes) -> tuple[SvgFault, str] | None:
+    """:func:`svg_problem` with the kind of fault beside its words (for a shop's developer)."""
     canvas = Canvas(BytesIO(), pagesize=(100, 100))
     try:
         draw_svg(canvas, data, 0, 0, 100, 100)
         canvas.showPage()
         canvas.save()
     except _Sizeless:
-        return "it has no size: give its <svg> element a viewBox, or a width and a height"
+        return (
+            "no_size",
+            "it has no size: give its <svg> element a viewBox, or a width and a height",
+        )
     except _BadSize:
-        return "its width and height (or those of its viewBox) must be positive numbers"
+        return "bad_size", "its width and height (or those of its viewBox) must be positive numbers"
     except SvgTooBig as exc:
-        return str(exc)
+        return "too_big", str(exc)
     except Exception as exc:  # svglib's and reportlab's many errors: not drawable
-        return f"it cannot be drawn ({type(exc).__name__})"
+        return "not_drawable", f"it cannot be drawn ({type(exc).__name__})"
     return None

@@ -12,13 +12,14 @@ shop can never read another's upload.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pps.platform.repository.uploads import SqlUploadStore, Upload
 from pps.platform.storage import FileStorage
-from pps.render.decode import asset_problem
+from pps.render.decode import asset_problem, exceeds_pixels
 from pps.render.pdf_encryption import encryption_problem
-from pps.render.vector import svg_problem
+from pps.render.vector import SvgFault, svg_fault
 from pps.uploads.budget import room_for
 from pps.uploads.kinds import Kind, UnknownKind, decode_text, sniff
 from pps.uploads.orientation import upright
@@ -31,8 +32,26 @@ __all__ = ["UploadLimits", "UploadRefused", "accept_upload", "read_upload"]
 MAX_NAME = 255
 
 
+#: The catalogues' message for a customer of each way an SVG cannot be drawn.
+_SVG_FAULTS: Mapping[SvgFault, str] = {
+    "no_size": "media.svg_no_size",
+    "bad_size": "media.svg_bad_size",
+    "too_big": "media.svg_too_complex",
+    "not_drawable": "media.svg_not_drawable",
+}
+
+
 class UploadRefused(ValueError):
-    """The file is not accepted; the message says why, for the shop's developer."""
+    """The file is not accepted; the message says why, for the shop's developer (the API
+    answers it). ``code`` and ``params`` say it for a customer: a message of the
+    catalogues and its numbers, byte counts named ``*_bytes`` (the editor words it in the
+    page's language). Refusals the editor cannot meet (it sends PNG, JPEG and SVG only)
+    keep the code ``media.not_an_image``."""
+
+    def __init__(self, message: str, code: str = "media.not_an_image", **params: float) -> None:
+        super().__init__(message)
+        self.code = code
+        self.params = params
 
 
 @dataclass(frozen=True)
@@ -53,7 +72,10 @@ def accept_upload(
 ) -> Upload:
     if len(data) > limits.max_bytes:
         raise UploadRefused(
-            f"The file has {len(data)} bytes; at most {limits.max_bytes} are accepted."
+            f"The file has {len(data)} bytes; at most {limits.max_bytes} are accepted.",
+            "media.too_large",
+            size_bytes=len(data),
+            limit_bytes=limits.max_bytes,
         )
     try:
         kind = sniff(data)
@@ -99,21 +121,32 @@ def _checked(kind: Kind, data: bytes, limits: UploadLimits) -> bytes:
     if kind in ("png", "jpeg", "pdf"):
         problem = asset_problem(data, max_pixels=limits.max_pixels)
         if problem is not None:
-            raise UploadRefused(f"The {kind.upper()} file cannot be used: {problem}.")
+            raise _not_decodable(kind, data, problem, limits.max_pixels)
         return data if kind == "pdf" else upright(data, kind)
     if kind == "svg":
         try:
             cleaned = sanitize_svg(decode_text(data))
         except SvgRefused as exc:
-            raise UploadRefused(f"The SVG file cannot be used: {exc}.") from None
-        problem = svg_problem(cleaned)
-        if problem is not None:
-            raise UploadRefused(f"The SVG file cannot be used: {problem}.")
+            raise UploadRefused(f"The SVG file cannot be used: {exc}.", exc.code) from None
+        fault = svg_fault(cleaned)
+        if fault is not None:
+            raise UploadRefused(f"The SVG file cannot be used: {fault[1]}.", _SVG_FAULTS[fault[0]])
         return cleaned
     if kind == "xlsx":
         _check_workbook(data)
         return data
     return data  # csv: decoded already by sniff; read with its column mapping later
+
+
+def _not_decodable(kind: Kind, data: bytes, problem: str, max_pixels: int) -> UploadRefused:
+    """The refusal of a PNG, JPEG or PDF that :func:`asset_problem` found ``problem`` in: for
+    a customer, an image with too many pixels is not a damaged one."""
+    message = f"The {kind.upper()} file cannot be used: {problem}."
+    if kind == "pdf":
+        return UploadRefused(message)
+    if exceeds_pixels(data, max_pixels):
+        return UploadRefused(message, "media.too_many_pixels", megapixels=max_pixels / 1_000_000)
+    return UploadRefused(message, "media.damaged")
 
 
 def _check_workbook(data: bytes) -> None:

@@ -63,7 +63,12 @@ _STYLE_DANGER = re.compile(r"@import|expression\s*\(|javascript:|behavior\s*:", 
 
 class SvgRefused(ValueError):
     """The SVG cannot be parsed safely (DTD, entities, not XML, no ``<svg>`` root, nested
-    deeper than :data:`MAX_DEPTH`, too many elements)."""
+    deeper than :data:`MAX_DEPTH`, too many elements). The message is for a shop's
+    developer; ``code`` names the catalogues' message for a customer (``media.svg_*``)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _local(name: str) -> tuple[str, str]:
@@ -120,18 +125,21 @@ def sanitize_svg(text: str) -> bytes:
     try:
         root = parse_svg(text, forbid_dtd=True)
     except SvgTooBig as exc:
-        raise SvgRefused(str(exc)) from None
+        raise SvgRefused(str(exc), "media.svg_too_complex") from None
     except DefusedXmlException as exc:
         raise SvgRefused(
-            f"the SVG declares a DTD or entities, which are not allowed: {exc}"
+            f"the SVG declares a DTD or entities, which are not allowed: {exc}",
+            "media.svg_forbidden",
         ) from None
     except ET.ParseError as exc:
-        raise SvgRefused(f"the SVG is not well-formed XML: {exc}") from None
+        raise SvgRefused(f"the SVG is not well-formed XML: {exc}", "media.svg_unreadable") from None
     namespace, tag = _local(root.tag)
     if tag != "svg" or namespace not in ("", SVG_NS):
-        raise SvgRefused("the root element is not <svg>")
+        raise SvgRefused("the root element is not <svg>", "media.svg_unreadable")
     if _too_deep(root, MAX_DEPTH):
-        raise SvgRefused(f"elements are nested more than {MAX_DEPTH} levels deep")
+        raise SvgRefused(
+            f"elements are nested more than {MAX_DEPTH} levels deep", "media.svg_too_complex"
+        )
     if namespace == "":
         # An SVG without its namespace is still an SVG to browsers: adopt the namespace.
         for element in root.iter():
