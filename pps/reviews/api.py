@@ -178,8 +178,8 @@ def review_pdf(review_id: str) -> Response:
     A `302` to a short-lived URL of the PDF made by the last `create-review-pdf`. `404`
     when the review is not the token's client's or no PDF was made yet; `403` when the
     token's `user` is not one of the review's users; `401` for a token that fails
-    verification or was used before, `400` for one that is not a JWT at all. `HEAD` is
-    refused with `405` and leaves the token unused.
+    verification or was used before, `400` for one that is not a JWT at all.
+    `HEAD` is refused with `405` and leaves the token unused.
     """
     raw = request.args.get("jwt", "")
     if not raw:
