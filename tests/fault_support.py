@@ -501,3 +501,19 @@ def serving(
         stop(proc)
     text = log.read_text()
     assert "WORKER TIMEOUT" not in text, text
+
+
+def assert_autosave_unavailable_then_saved(
+    service: Service, session: EditorSession, answer: Answer, *, bound: float, names: str
+) -> None:
+    """``answer``, an autosave during an outage, is the JSON 503 the editor's script reads
+    (its message naming the outage with ``names``), in time; the next autosave, after it,
+    saves. Not ``assert_unavailable``: the answer may refresh the login's own cookie."""
+    assert answer.status == 503, (answer.status, answer.body[:300])
+    assert answer.seconds < bound, answer.seconds
+    assert int(answer.header("Retry-After") or 0) > 0
+    assert (answer.header("Content-Type") or "").startswith("application/json")
+    assert names in json.loads(answer.body)["message"]
+    saved = service.autosave(session)
+    assert saved.status == 200, saved.body[:300]
+    assert json.loads(saved.body)["changed"] is True
