@@ -16,6 +16,7 @@ import struct
 import warnings
 import zlib
 from io import BytesIO
+from typing import Literal
 
 import pikepdf
 import pypdfium2 as pdfium
@@ -33,11 +34,15 @@ __all__ = [
     "DEFAULT_MAX_IMAGE_PIXELS",
     "MAX_PDF_PAGES",
     "NOT_AN_IMAGE",
+    "AssetFault",
+    "asset_fault",
     "asset_problem",
-    "exceeds_pixels",
     "image_pixels_problem",
 ]
 
+#: Why a file cannot be rendered, for callers that word it themselves (the editor, for a
+#: customer, in the page's language).
+AssetFault = Literal["too_many_pixels", "unreadable"]
 #: Why Pillow finds no image in a file: no format it knows has this header. Said in words,
 #: as its own message names the in-memory stream by its repr.
 NOT_AN_IMAGE = "its header is not one of a PNG or JPEG"
@@ -74,14 +79,25 @@ def asset_problem(data: bytes, *, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) ->
     The kind comes from the file's signature (the template's parser already checked that
     each file is the kind its use asks for).
     """
+    fault = asset_fault(data, max_pixels=max_pixels)
+    return None if fault is None else fault[1]
+
+
+def asset_fault(
+    data: bytes, *, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
+) -> tuple[AssetFault, str] | None:
+    """:func:`asset_problem` with the kind of fault beside its words (for a shop's
+    developer): for a customer, an image with too many pixels is not a damaged one."""
     kind = sniff(data)
     if kind in ("png", "jpeg"):
-        return _image_problem(data, max_pixels)
+        return _image_fault(data, max_pixels)
     if kind == "pdf":
-        return _pdf_problem(data)
-    if kind in ("truetype", "cff", "collection"):
-        return _font_problem(data)
-    return "is not a PDF, PNG, JPEG or TrueType file"
+        problem = _pdf_problem(data)
+    elif kind in ("truetype", "cff", "collection"):
+        problem = _font_problem(data)
+    else:
+        problem = "is not a PDF, PNG, JPEG or TrueType file"
+    return None if problem is None else ("unreadable", problem)
 
 
 def image_pixels_problem(data: bytes, max_pixels: int) -> str | None:
@@ -102,22 +118,6 @@ def image_pixels_problem(data: bytes, max_pixels: int) -> str | None:
     return _too_many(width, height, max_pixels)
 
 
-def exceeds_pixels(data: bytes, max_pixels: int) -> bool:
-    """Whether :func:`asset_problem` refuses the PNG or JPEG ``data`` for its pixels (more
-    than ``max_pixels``, or more than Pillow's own limit) rather than for broken data: what
-    a caller that words the refusal itself (the editor, for a customer) needs to know."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(BytesIO(data)) as image:
-                width, height = image.size
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        return True
-    except DECODE_ERRORS:
-        return False
-    return width * height > max_pixels
-
-
 def _too_many(width: int, height: int, max_pixels: int) -> str | None:
     if width * height > max_pixels:
         return (
@@ -128,7 +128,7 @@ def _too_many(width: int, height: int, max_pixels: int) -> str | None:
     return None
 
 
-def _image_problem(data: bytes, max_pixels: int) -> str | None:
+def _image_fault(data: bytes, max_pixels: int) -> tuple[AssetFault, str] | None:
     try:
         with warnings.catch_warnings():
             # Our own limit comes first; Pillow's bomb check is a second line behind it.
@@ -136,14 +136,14 @@ def _image_problem(data: bytes, max_pixels: int) -> str | None:
             with Image.open(BytesIO(data)) as image:
                 too_many = _too_many(image.width, image.height, max_pixels)
                 if too_many is not None:
-                    return too_many
+                    return "too_many_pixels", too_many
                 image.load()  # every pixel: a truncated stream fails here, not in a render
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        return "has too many pixels"
+        return "too_many_pixels", "has too many pixels"
     except UnidentifiedImageError:
-        return f"cannot be decoded as an image: {NOT_AN_IMAGE}"
+        return "unreadable", f"cannot be decoded as an image: {NOT_AN_IMAGE}"
     except DECODE_ERRORS as exc:
-        return f"cannot be decoded as an image: {exc or type(exc).__name__}"
+        return "unreadable", f"cannot be decoded as an image: {exc or type(exc).__name__}"
     return None
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pps.platform.repository.uploads import SqlUploadStore, Upload
 from pps.platform.storage import FileStorage
-from pps.render.decode import asset_problem, exceeds_pixels
+from pps.render.decode import AssetFault, asset_fault
 from pps.render.pdf_encryption import encryption_problem
 from pps.render.vector import SvgFault, svg_fault
 from pps.uploads.budget import room_for
@@ -119,9 +119,9 @@ def _checked(kind: Kind, data: bytes, limits: UploadLimits) -> bytes:
         if encrypted is not None:
             raise UploadRefused(encrypted)
     if kind in ("png", "jpeg", "pdf"):
-        problem = asset_problem(data, max_pixels=limits.max_pixels)
-        if problem is not None:
-            raise _not_decodable(kind, data, problem, limits.max_pixels)
+        found = asset_fault(data, max_pixels=limits.max_pixels)
+        if found is not None:
+            raise _not_decodable(kind, *found, limits.max_pixels)
         return data if kind == "pdf" else upright(data, kind)
     if kind == "svg":
         try:
@@ -138,13 +138,13 @@ def _checked(kind: Kind, data: bytes, limits: UploadLimits) -> bytes:
     return data  # csv: decoded already by sniff; read with its column mapping later
 
 
-def _not_decodable(kind: Kind, data: bytes, problem: str, max_pixels: int) -> UploadRefused:
-    """The refusal of a PNG, JPEG or PDF that :func:`asset_problem` found ``problem`` in: for
+def _not_decodable(kind: Kind, fault: AssetFault, problem: str, max_pixels: int) -> UploadRefused:
+    """The refusal of a PNG, JPEG or PDF that :func:`asset_fault` found ``problem`` in: for
     a customer, an image with too many pixels is not a damaged one."""
     message = f"The {kind.upper()} file cannot be used: {problem}."
     if kind == "pdf":
         return UploadRefused(message)
-    if exceeds_pixels(data, max_pixels):
+    if fault == "too_many_pixels":
         return UploadRefused(message, "media.too_many_pixels", megapixels=max_pixels / 1_000_000)
     return UploadRefused(message, "media.damaged")
 
