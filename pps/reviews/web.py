@@ -31,7 +31,7 @@ from pps.editor.inputs import field_label
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.platform.errors import Forbidden, NotFound, PayloadTooLarge, PpsError, ValidationFailed
 from pps.platform.http_headers import PAGE_CSP
-from pps.render import RenderError
+from pps.render import RenderError, TemplateSpec
 from pps.reviews.model import APPROVE, MAX_COMMENT, REJECT, Review
 from pps.reviews.proof import PROOF_WIDTHS, proof_page_image, proof_problems
 from pps.reviews.service import DecisionRefused, ReviewContext, Reviews
@@ -214,18 +214,16 @@ def _image_url(review_id: str, page: int) -> str:
     return url_for("review_pages.review_page_image", review_id=review_id, page=page)
 
 
-def _unprintable(ctx: ReviewContext, t: Translator) -> list[str]:
+def _unprintable(ctx: ReviewContext, spec: TemplateSpec, t: Translator) -> list[str]:
     """Why the proof cannot be made, one line per problem in the reader's language
-    ("<field>: <problem>"), shown instead of page images that would only be broken; empty
-    when it can be made. A template that cannot render is left to the images' own answer."""
+    ("<field>: <problem>", each field named as ``spec``, the template's, names it), shown
+    instead of page images that would only be broken; empty when it can be made. A
+    template that cannot render is left to the images' own answer."""
+    svc = services()
     try:
         found = proof_problems(
-            services().storage,
-            ctx.draft,
-            ctx.template,
-            max_pixels=services().settings.max_image_pixels,
+            svc.storage, ctx.draft, ctx.template, max_pixels=svc.settings.max_image_pixels
         )
-        spec = template_spec(ctx.template)
     except RenderError:
         return []
     return [
@@ -245,13 +243,14 @@ class PageView:
 def _page(visit: Visit, *, comment: str, problem: str | None, status: int) -> Response:
     ctx = visit.ctx
     review: Review = ctx.review
+    spec: TemplateSpec | None
     try:
         spec = template_spec(ctx.template)
         page_count, size = spec.page_count, (spec.width, spec.height, spec.bleed)
     except TemplateNotRenderable:
-        page_count, size = 0, None
+        spec, page_count, size = None, 0, None
     t = _translator(visit)
-    unprintable = _unprintable(ctx, t) if page_count else []
+    unprintable = _unprintable(ctx, spec, t) if spec is not None and page_count else []
     query = urlencode({"v": ctx.draft.version})
     pages = [
         PageView(
