@@ -37,7 +37,6 @@ from pps.editor.throttle import upload_wait
 from pps.files.rendering import NoUpload, TemplateNotRenderable, draft_spec
 from pps.platform.errors import ClientStorageFull, NotFound, PayloadTooLarge, PpsError
 from pps.platform.models import Draft
-from pps.platform.repository import VersionConflict
 from pps.render.problems import Code, Problem
 from pps.uploads.images import IMAGE_KINDS, image_size
 from pps.uploads.store import UploadLimits, UploadRefused, accept_upload
@@ -214,16 +213,9 @@ def _save_form(
     submitted = submitted_values(request.form, ctx.fields)
     if value is not None:
         submitted[key] = value
-    if base is not None and base != ctx.draft.version:
-        return editor._conflict_page(ctx, submitted)
-    values = {**ctx.shown_values, **submitted}
-    errors = editor._problems(ctx, values)
-    if errors:
-        return editor._page(ctx, "edit", values=values, errors=errors, status=422)
-    try:
-        draft = editor._save(ctx, submitted, state="edited", base=base)
-    except VersionConflict:  # changed between the check above and the write
-        return editor._conflict_page(editor._load(ctx.draft.draft_hash), submitted)
+    draft = editor.save_form_values(ctx, submitted, base=base, state="edited")
+    if isinstance(draft, Response):
+        return draft
     editor._notify(draft.draft_hash, "form.saved")
     return editor._see_other(editor._step_url(draft.draft_hash, "edit"))
 

@@ -529,18 +529,37 @@ def _save_form(
     except BadBaseVersion:
         raise BadVersionField() from None
     submitted = submitted_values(request.form, ctx.fields)
-    values = {**ctx.shown_values, **submitted}
-    if base is not None and base != ctx.draft.version:
+    if base is not None and base != ctx.draft.version:  # before the proof's approval
         return _conflict_page(ctx, submitted)
     if state == "finished" and not approved and proof_required(ctx.client.identifier):
         return _page(ctx, "proof", values=ctx.shown_values, errors={}, status=422, proof_error=True)
+    saved = save_form_values(ctx, submitted, base=base, state=state, approved=approved)
+    return saved if isinstance(saved, Response) else (ctx, saved)
+
+
+def save_form_values(
+    ctx: EditorContext,
+    submitted: dict[str, str],
+    *,
+    base: int | None,
+    state: str,
+    approved: bool = False,
+) -> Draft | Response:
+    """Save a form's ``submitted`` values on version ``base`` of the draft (None: on any),
+    as Save does: the ``409`` conflict page when the page showed an older version (also
+    when one lands during the save), the form again with ``422`` when a value has a
+    problem; else the saved draft. The form's own checks (token, limit, ACL) come first,
+    the caller's."""
+    if base is not None and base != ctx.draft.version:
+        return _conflict_page(ctx, submitted)
+    values = {**ctx.shown_values, **submitted}
     errors = _problems(ctx, values)
     if errors:
         return _page(ctx, "edit", values=values, errors=errors, status=422)
     try:
-        return ctx, _save(ctx, submitted, state=state, base=base, approved=approved)
+        return _save(ctx, submitted, state=state, base=base, approved=approved)
     except VersionConflict:  # changed between the check above and the write
-        return _conflict_page(_load(draft_hash), submitted)
+        return _conflict_page(_load(ctx.draft.draft_hash), submitted)
 
 
 def count_form_save(ctx: EditorContext) -> None:
