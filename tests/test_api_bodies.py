@@ -460,3 +460,24 @@ def test_multipart_fields_nest_as_forms_do(api: ApiClient, world: dict[str, str]
     )
     assert response.status_code == 200, response.get_data()
     assert response.get_json()["data"]["customAttributes"] == {"size": {"w": "10"}, "list": ["a"]}
+
+
+@pytest.mark.parametrize("endpoint", MULTIPART_FIELDS, ids=endpoint_id)
+def test_a_multipart_part_without_a_name_is_400_and_writes_nothing(
+    api: ApiClient, repo: SqlRepository, world: dict[str, str], endpoint: tuple[str, str]
+) -> None:
+    """A text part whose Content-Disposition names no field cannot be filed under any; it
+    was a 500 (the part's name was None)."""
+    method, path = endpoint
+    before = snapshot(repo)
+    for disposition in (b"form-data", b'form-data; nme="x"'):
+        nameless = b"--b\r\nContent-Disposition: " + disposition + b"\r\n\r\nv\r\n"
+        response = api.request(
+            method,
+            url(path, world),
+            data=_multipart(valid_body(method, path, world), nameless),
+            content_type="multipart/form-data; boundary=b",
+        )
+        body = assert_error(response, 400)
+        assert "name" in body["message"], body
+    assert snapshot(repo) == before

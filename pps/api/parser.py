@@ -214,6 +214,9 @@ _MULTIPART_REFUSED = (
     "The multipart body is malformed, or a part is not valid UTF-8 "
     "(a lone UTF-16 surrogate cannot be encoded either)."
 )
+_NAMELESS_PART = (
+    "A multipart part has no name: its Content-Disposition must be 'form-data; name=\"<field>\"'."
+)
 
 
 def multipart_pairs(raw: bytes, boundary: str, max_parts: int | None) -> list[tuple[str, str]]:
@@ -223,7 +226,8 @@ def multipart_pairs(raw: bytes, boundary: str, max_parts: int | None) -> list[tu
     Werkzeug's form parser decodes a field that is not UTF-8 with replacement characters,
     and drops the whole form without a word when the body is malformed or a part's headers
     are not UTF-8; either would store something the client did not send. Its sansio
-    decoder with strict decoding refuses both, so the client hears of it (400).
+    decoder with strict decoding refuses both, so the client hears of it (400), as it does
+    a text part without a name, which belongs to no field.
     """
     texts: list[tuple[str, str]] = []
     part: Field | None = None
@@ -238,6 +242,8 @@ def multipart_pairs(raw: bytes, boundary: str, max_parts: int | None) -> list[tu
             if isinstance(event, Field | File):
                 part = event if isinstance(event, Field) else None
                 chunks = []
+                if part is not None and part.name is None:
+                    raise BadRequest(_NAMELESS_PART)
             elif isinstance(event, Data) and part is not None:
                 chunks.append(event.data)
                 if not event.more_data:
