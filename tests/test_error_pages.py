@@ -110,6 +110,10 @@ def test_an_expired_login_link_leads_to_the_shops_start_page_without_a_cancel_ad
     [
         ("https://shop-a.example/after-login", "https://shop-a.example/"),  # allowed (conftest)
         ("https://evil.example/phish", None),
+        # Not a URL at all (an IPv6 host whose bracket is never closed): no way back, and
+        # the page still says the link expired (it was a 500).
+        ("https://[shop-a.example/after-login", None),
+        ("http://[::1/editor/x/edit?callback=aHR0cHM6Ly9zaG9wLWEuZXhhbXBsZS8=", None),
     ],
 )
 def test_an_expired_link_to_a_shop_page_leads_back_only_to_an_allowed_origin(

@@ -50,7 +50,11 @@ def from_redirect(
             )
         except RedirectRefused:
             return None
-    return from_callbacks(query_callbacks(urlsplit(redirect).query), base_url=base_url)
+    try:
+        query = urlsplit(redirect).query
+    except ValueError:  # not a URL (``https://[host/``): the login would not follow it either
+        return None
+    return from_callbacks(query_callbacks(query), base_url=base_url)
 
 
 def from_session_entries(entries: Any, *, base_url: str, prefer: Iterable[str] = ()) -> str | None:
