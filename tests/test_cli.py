@@ -689,6 +689,25 @@ def test_template_import_of_a_number_beyond_any_float_is_a_clean_error(
     assert repo.list_templates(shop_a).items == []
 
 
+def test_template_import_of_an_element_type_that_is_an_object_is_a_clean_error(
+    runner: FlaskCliRunner, repo: SqlRepository, tmp_path: Path, shop_a: str
+) -> None:
+    """An element's ``type`` that is a JSON object or list was a crash (a traceback)."""
+    repo.create_client("Shop", identifier=shop_a)
+    box = {"x": 0, "y": 0, "width": 10, "height": 10}
+    elements = [{"type": {"text": True}, "box": box}, {"type": ["qr"], "box": box}]
+    path = write_template(
+        tmp_path,
+        {"name": "Card", "size": {"width": 85, "height": 55}, "pages": [{"elements": elements}]},
+    )
+    result = pps(runner, "template", "import", str(path), "--client", shop_a)
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)  # a message, not a crash
+    assert "pages[0].elements[0].type: must be one of text, qr" in result.stderr
+    assert "pages[0].elements[1].type: must be one of text, qr" in result.stderr
+    assert repo.list_templates(shop_a).items == []
+
+
 def _cut_idat(chunks: bytes) -> bytes:
     """The PNG chunks after IHDR with IDAT's data halved and its CRC made right again."""
     import struct

@@ -232,6 +232,8 @@ E = "pages[0].elements"
         ("pages.0.elements.0.box.x", True, f"{E}[0].box.x: must be a number, got true"),
         ("pages.0.elements.0.box", _DELETE, f"{E}[0].box: is required"),
         ("pages.0.elements.0.type", "circle", f"{E}[0].type: must be one of text, qr, image"),
+        ("pages.0.elements.0.type", {"text": 1}, f"{E}[0].type: must be one of text, qr, image"),
+        ("pages.0.elements.0.type", ["text"], f"{E}[0].type: must be one of text, qr, image"),
         ("pages.0.elements.0.colour", "#000000", f"{E}[0].colour: is not a known key here"),
         ("pages.0.elements.0.color", "red", f"{E}[0].color: must be '#RRGGBB' or a CMYK object"),
         (

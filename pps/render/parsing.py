@@ -336,7 +336,7 @@ def _element(c: Reader, raw: Any, path: str) -> Element | None:
         c.error(path, Code.SPEC_NOT_OBJECT, kind=kind_of(raw))
         return None
     kind = raw.get("type")
-    if kind not in _ALLOWED:
+    if not isinstance(kind, str) or kind not in _ALLOWED:  # a list or object: unhashable
         c.error(f"{path}.type", Code.SPEC_CHOICE, options=", ".join(_ALLOWED), got=shown(kind))
         return None
     before = len(c.problems)
