@@ -122,6 +122,10 @@ def test_refused_with_a_reason(api: ApiClient, data: bytes, words: str) -> None:
 BROKEN_PDFS = [
     b"%PDF-1.4\n garbage",
     b"%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R/Size 2>>\n%%EOF",
+    # No trailer, and a page tree listing an integer beside its page: the reader gives up
+    # on its /Count with an error of another class than its usual one (it was a 500).
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Kids[3 0 R 4]>>endobj\n"
+    b"3 0 obj<</Type/Page>>endobj\n4 0 obj<</Type/Catalog>>endobj\n",
 ]
 
 

@@ -27,5 +27,5 @@ def encryption_problem(data: bytes) -> str | None:
             return ENCRYPTED if pdf.is_encrypted else None
     except pikepdf.PasswordError:
         return LOCKED
-    except (pikepdf.PdfError, ValueError, OSError):
+    except (pikepdf.PikepdfError, ValueError, OSError):  # QpdfRuntimeError is no PdfError
         return None
