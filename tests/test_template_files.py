@@ -193,6 +193,13 @@ def test_preview_symlink_leaving_the_directory_is_refused(tmp_path: Path) -> Non
     assert errors == ["preview: 'card.png' lies outside the template file's directory"]
 
 
+def test_a_preview_name_too_long_for_the_file_system_is_an_error(tmp_path: Path) -> None:
+    """Looking the file up fails with ENAMETOOLONG, which was a traceback."""
+    preview = "a" * 300 + ".png"
+    errors = errors_of(write(tmp_path, {"name": "n", "preview": preview}))
+    assert errors == [f"preview: {preview!r} cannot be read: File name too long"]
+
+
 def test_preview_that_is_not_png_is_refused(tmp_path: Path) -> None:
     (tmp_path / "card.png").write_bytes(b"\xff\xd8\xff\xe0 a JPEG in disguise")
     errors = errors_of(write(tmp_path, {"name": "n", "preview": "card.png"}))

@@ -265,10 +265,11 @@ def _preview(value: Any, base_dir: Path, errors: list[str]) -> bytes | None:
     if problem is not None:
         errors.append(f"preview: {value!r} {problem}")
         return None
-    if not target.is_file():
-        errors.append(f"preview: {value!r} does not exist or is not a file")
-        return None
     try:
+        # In the try: a name too long for the file system fails even to be looked up.
+        if not target.is_file():
+            errors.append(f"preview: {value!r} does not exist or is not a file")
+            return None
         size = target.stat().st_size
         if size > MAX_PREVIEW_BYTES:
             errors.append(f"preview: {value!r} is larger than {MAX_PREVIEW_BYTES} bytes")
