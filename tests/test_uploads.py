@@ -389,6 +389,26 @@ def test_a_photo_without_orientation_is_stored_as_sent(app: Flask, api: ApiClien
     assert stored.read_bytes() == data
 
 
+def test_a_photo_whose_exif_cannot_be_read_is_stored_as_sent(app: Flask, api: ApiClient) -> None:
+    """Its pixels decode; only the EXIF block's TIFF header is broken, so it names no
+    orientation (browsers show such a photo as stored). Reading it was a 500 (when the
+    JFIF header gives the resolution, Pillow reads the EXIF block only when asked)."""
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    out = io.BytesIO()
+    Image.new("RGB", (40, 20), "red").save(out, "JPEG", exif=exif.tobytes(), dpi=(300, 300))
+    data = out.getvalue()
+    assert data.count(b"Exif\x00\x00MM") + data.count(b"Exif\x00\x00II") == 1
+    broken = data.replace(b"Exif\x00\x00MM", b"Exif\x00\x00LM").replace(
+        b"Exif\x00\x00II", b"Exif\x00\x00LI"
+    )
+    response = upload(api, "photo.jpg", broken)
+    assert response.status_code == 201, response.get_data(as_text=True)  # type: ignore[attr-defined]
+    identifier = response.get_json()["identifier"]  # type: ignore[attr-defined]
+    stored = next((app.extensions["pps"].storage.root / "uploads").rglob(f"{identifier}/file.*"))
+    assert stored.read_bytes() == broken
+
+
 def blank_pdf(pages: int, declared: int | None = None) -> bytes:
     pdf = pikepdf.new()
     for _ in range(pages):

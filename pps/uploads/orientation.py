@@ -13,6 +13,8 @@ from io import BytesIO
 
 from PIL import Image, ImageOps
 
+from pps.render.decode import DECODE_ERRORS
+
 __all__ = ["upright"]
 
 #: The EXIF tag, and its values that mean "as stored" (1) or nothing (0, absent).
@@ -26,7 +28,11 @@ def upright(data: bytes, kind: str) -> bytes:
     """``data`` with its EXIF orientation applied to the pixels (and the tag removed);
     ``data`` itself when it has none. Only for images that decoded completely already."""
     with Image.open(BytesIO(data)) as image:
-        if image.getexif().get(_ORIENTATION) in _AS_STORED:
+        try:
+            orientation = image.getexif().get(_ORIENTATION)
+        except DECODE_ERRORS:  # an EXIF block that cannot be read names no orientation,
+            return data  # as for browsers, which show such a photo as stored
+        if orientation in _AS_STORED:
             return data
         icc_profile = image.info.get("icc_profile")
         dpi = image.info.get("dpi")
