@@ -357,6 +357,19 @@ def test_unreadable_files_are_refused_without_the_readers_internals(files: Path)
     ]
 
 
+def test_artwork_whose_page_tree_the_reader_gives_up_on_is_refused(files: Path) -> None:
+    """No trailer, and a page tree listing an integer beside its page: pikepdf raises its
+    QpdfRuntimeError, which is no PdfError (it was a traceback)."""
+    (files / "art.pdf").write_bytes(
+        b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Kids[3 0 R 4]>>endobj\n"
+        b"3 0 obj<</Type/Page>>endobj\n4 0 obj<</Type/Catalog>>endobj\n"
+    )
+    assert errors_of(template(), files) == [
+        "pages[0].background.pdf: 'art.pdf' cannot be read as PDF: /Count is wrong after "
+        "flattening pages tree"
+    ]
+
+
 def test_a_missing_artwork_page_is_named(files: Path) -> None:
     data = edit("pages.0.background.page", 2)
     assert errors_of(data, files) == [

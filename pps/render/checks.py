@@ -122,7 +122,7 @@ def _pdf_problem(name: str, data: bytes, page: int, width: float, height: float)
             art_w, art_h = float(trim[2]) - float(trim[0]), float(trim[3]) - float(trim[1])
     except pikepdf.PasswordError:
         return Problem(Code.FILE_ENCRYPTED, {"name": shown})
-    except (pikepdf.PdfError, ValueError, TypeError) as exc:
+    except (pikepdf.PikepdfError, ValueError, TypeError) as exc:  # QpdfRuntimeError too
         return Problem(Code.FILE_UNREADABLE_PDF, {"name": shown, "reason": read_error(exc)})
     if art_w <= 0 or art_h <= 0:
         return Problem(Code.FILE_EMPTY_TRIM, {"name": shown, "page": page})
