@@ -67,7 +67,7 @@ def accept_pdf(data: bytes, spec: TemplateSpec) -> AcceptedPdf:
         pdf = pikepdf.open(BytesIO(data))
     except pikepdf.PasswordError:
         raise PdfRefused([LOCKED]) from None
-    except (pikepdf.PdfError, ValueError) as exc:
+    except (pikepdf.PikepdfError, ValueError) as exc:  # QpdfRuntimeError is no PdfError
         raise PdfRefused([f"The PDF cannot be read: {read_error(exc)}"]) from None
     with pdf:
         if pdf.is_encrypted:
