@@ -46,7 +46,9 @@ def form_base_version(form: Mapping[str, str]) -> int | None:
     if raw is None or raw == "":
         return None
     text = raw.strip()
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= _MAX_VERSION:
+    # At most as many digits as _MAX_VERSION: int() refuses a string of thousands of them.
+    digits = text.isascii() and text.isdigit() and len(text) <= len(str(_MAX_VERSION))
+    if not digits or not 0 < int(text) <= _MAX_VERSION:
         raise BadBaseVersion(raw)
     return int(text)
 
