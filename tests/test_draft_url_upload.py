@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from api_support import assert_error
 from client_compat_support import renderable_template
 from conftest import ApiClient
 from flask import Flask
+from loopback_http import serve_on_loopback
 from preflight_support import print_pdf
 from shop_support import Served, Shop, running_shop, wait_until
 
@@ -585,6 +587,42 @@ def test_a_body_shorter_than_its_content_length_is_a_failed_request(shop: Shop) 
     with pytest.raises(RequestFailed, match="IncompleteRead") as failed:
         get(url, {}, deadline=5.0, max_bytes=LIMIT, allow_private=True)
     assert not failed.value.timed_out
+
+
+@pytest.mark.parametrize(
+    ("declared", "too_large"),
+    [("\u00b2", False), ("9" * 5000, True)],  # a digit but no number; past int()'s limit
+)
+def test_a_content_length_that_int_cannot_read_is_no_crash(declared: str, too_large: bool) -> None:
+    """A shop's server may announce any Content-Length: ``http.client`` ignores one that is
+    no number, and so does pps; one of thousands of digits is too large. Both were a
+    ValueError out of the download."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", declared)
+            self.end_headers()
+            self.wfile.write(b"%PDF-1.4 x")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server, thread = serve_on_loopback(Handler)
+    url = f"http://127.0.0.1:{server.server_address[1]}/x.pdf"
+    try:
+        if too_large:
+            with pytest.raises(ResponseTooLarge):
+                get(url, {}, deadline=5.0, max_bytes=LIMIT, allow_private=True)
+        else:
+            response = get(url, {}, deadline=5.0, max_bytes=LIMIT, allow_private=True)
+            assert response.body == b"%PDF-1.4 x"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def test_a_redirect_is_answered_not_followed(shop: Shop) -> None:

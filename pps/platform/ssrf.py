@@ -449,8 +449,15 @@ def _read_body(response: http.client.HTTPResponse, limit: int) -> bytes:
     """The body, or :class:`ResponseTooLarge` as soon as it is known to pass ``limit``:
     never more than ``limit`` plus one chunk is held. A body cut short of its
     ``Content-Length`` is :class:`http.client.IncompleteRead` (a failed request)."""
-    declared = response.getheader("Content-Length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+    declared = (response.getheader("Content-Length") or "").strip()
+    # ASCII digits only (``"\u00b2"`` is a digit to isdigit(), not to int()), and a number
+    # longer than the limit's is larger without int(), which refuses thousands of digits.
+    digits = declared.lstrip("0") or "0"
+    if (
+        declared.isascii()
+        and declared.isdigit()
+        and (len(digits) > len(str(limit)) or int(digits) > limit)
+    ):
         raise ResponseTooLarge(limit)
     parts: list[bytes] = []
     size = 0
