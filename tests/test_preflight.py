@@ -327,13 +327,15 @@ def test_uploads_that_cannot_be_print_files_are_refused_by_name(
         assert any("encrypted" in m for m in refusal(upload(api, hash_, locked)))
     assert any("not a PDF" in m for m in refusal(upload(api, hash_, image_bytes((10, 10)))))
     # The reader's message names its in-memory stream (a repr with a memory address).
-    # The last: a page tree the reader gives up on with an error of another class, which
-    # was put down to a file of the template ("import the template again").
+    # The last two: a page tree the reader gives up on with an error of another class, and
+    # a page whose content does not decompress; both were put down to a file of the
+    # template ("import the template again").
     for broken in (
         b"%PDF-1.4\n garbage",
         b"%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\n",
         b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Kids[3 0 R 4]>>endobj\n"
         b"3 0 obj<</Type/Page>>endobj\n4 0 obj<</Type/Catalog>>endobj\n",
+        _with_garbled_content(print_pdf(2)),
     ):
         (unread,) = refusal(upload(api, hash_, broken))
         assert unread.startswith("The PDF cannot be read: "), unread
@@ -348,6 +350,17 @@ def test_uploads_that_cannot_be_print_files_are_refused_by_name(
     # Nothing was stored by any of them.
     assert shown(api, hash_)["preflightStatus"] == PREFLIGHT_NOT_CHECKED
     assert not list(app.extensions["pps"].storage.root.rglob(f"drafts/*/{hash_}/upload/*"))
+
+
+def _with_garbled_content(data: bytes) -> bytes:
+    """``data`` with its first page's content a FlateDecode stream that is not deflated."""
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        pdf.pages[0].obj.Contents = pdf.make_stream(
+            b"not deflated", Filter=pikepdf.Name("/FlateDecode")
+        )
+        out = io.BytesIO()
+        pdf.save(out)
+    return out.getvalue()
 
 
 def _with_entry(data: bytes, key: str, value: Any) -> bytes:

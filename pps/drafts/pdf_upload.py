@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from pps.files.rendering import TemplateNotRenderable, decoded, template_spec
+from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.files.uploaded import upload_key
 from pps.platform.models import UPLOAD_INTENTS, Draft
 from pps.platform.repository import Repository
@@ -17,7 +17,8 @@ from pps.platform.repository.uploads import SqlUploadStore
 from pps.platform.settings import Settings
 from pps.platform.storage import FileStorage
 from pps.preflight import PdfRefused, accept_pdf, preflight_and_store
-from pps.render import AssetError
+from pps.render.decode import DECODE_ERRORS
+from pps.render.pdf_errors import read_error
 from pps.uploads.budget import room_for
 from pps.webhooks.events import DRAFT_UPDATED, EventServices, draft_payload, emit
 
@@ -94,14 +95,16 @@ def store_pdf(services: UploadServices, client: str, draft: Draft, data: bytes) 
         raise DraftGone("The draft's template no longer exists.")
     try:
         spec = template_spec(template)
-        accepted = decoded(lambda: accept_pdf(data, spec))
+        accepted = accept_pdf(data, spec)
     except PdfRefused as exc:
         raise PdfNotTaken(f"The PDF cannot be the print file: {exc}", "file", exc.problems) from exc
-    except AssetError as exc:  # pikepdf or pdfium gave up on the file part-way
-        reason = f"The PDF cannot be read: {exc}"
-        raise PdfNotTaken(reason, "file", [reason]) from exc
     except TemplateNotRenderable as exc:
         raise PdfNotTaken(str(exc), "template", [str(exc)]) from exc
+    except DECODE_ERRORS as exc:
+        # pikepdf or pdfium gave up on the upload part-way (a page's content that does not
+        # decompress): the customer's file, not one of the template's, whatever the reader.
+        reason = f"The PDF cannot be read: {read_error(exc)}"
+        raise PdfNotTaken(reason, "file", [reason]) from exc
     key = upload_key(client, draft.draft_hash, accepted.data)
     size = len(accepted.data)
     with room_for(services.uploads.budget, client, size, services.settings.client_storage_bytes):
