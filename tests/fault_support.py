@@ -10,6 +10,7 @@ arranged straight through the repository and the file storage.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import pwd
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import sqlalchemy as sa
 from conftest import TEST_SECRET_KEY, free_port, missing_service, wait_for_port
@@ -36,6 +38,15 @@ from pps.platform.storage import open_storage
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 PDF = b"%PDF-1.7\n" + bytes(range(256)) * 4 + b"\n%%EOF\n"
+#: The signature of a PNG: an upload refused or answered before its content is looked at.
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
+
+
+def multipart_field(boundary: str, name: str, data: bytes, filename: str | None = None) -> bytes:
+    """One part of a ``multipart/form-data`` body."""
+    disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+    head = f"--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n".encode()
+    return head + data + b"\r\n"
 
 
 class RedisProcess:
@@ -424,6 +435,45 @@ class Service:
             },
         )
 
+    def upload(self, session: EditorSession, image: bytes = PNG, chunked: bool = False) -> Answer:
+        """The editor's media script uploading ``image`` for the DataKey ``title``
+        (``Accept: application/json``, as ``editor-media.js`` sends it); ``chunked``: without
+        a Content-Length, as a body of unknown length arrives."""
+        boundary = "pps-test-boundary"
+        body = b"".join(
+            [
+                multipart_field(boundary, "csrf_token", session.csrf_token.encode()),
+                multipart_field(boundary, "upload", b"title"),
+                multipart_field(boundary, "image:title", image, filename="logo.png"),
+                f"--{boundary}--\r\n".encode(),
+            ]
+        )
+        return self.call(
+            "POST",
+            f"/editor/{self.shop.draft_hash}/upload",
+            body=body,
+            headers={
+                "Cookie": session.cookie,
+                "Content-Type": f"multipart/form-data; boundary={boundary}",
+                "Accept": "application/json",
+            },
+            chunked=chunked,
+        )
+
+    def preview(self, session: EditorSession) -> Answer:
+        """The edit step's script asking for a live preview of page 1 (``editor.js``)."""
+        body = urlencode({"csrf_token": session.csrf_token, "v:title": "Typed"}).encode()
+        return self.call(
+            "POST",
+            f"/editor/{self.shop.draft_hash}/page/0.png",
+            body=body,
+            headers={
+                "Cookie": session.cookie,
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Accept": "image/jpeg, image/png;q=0.9, application/json;q=0.8",
+            },
+        )
+
     def submit(self) -> Answer:
         body = json.dumps({"draftIds": [self.shop.draft_hash]}).encode()
         return self.api("POST", "/api-ext/pdf-processing", body)
@@ -431,11 +481,23 @@ class Service:
 
 def flask_caller(app: Any) -> Caller:
     def flask_call(
-        method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        chunked: bool = False,
     ) -> Answer:
         started = time.monotonic()
         client = app.test_client(use_cookies=False)  # cookies as the caller sends them
-        with client.open(path, method=method, data=body, headers=headers or {}) as response:
+        sent: dict[str, Any] = {"data": body}
+        if chunked:  # as gunicorn hands a chunked body to the app: its end marked
+            sent = {
+                "input_stream": io.BytesIO(body or b""),
+                "environ_overrides": {"wsgi.input_terminated": True},
+            }
+            headers = {**(headers or {}), "Transfer-Encoding": "chunked"}
+        with client.open(path, method=method, headers=headers or {}, **sent) as response:
             seconds = time.monotonic() - started
             names = {name.lower(): value for name, value in response.headers.items()}
             names["set-cookie"] = ";".join(response.headers.getlist("Set-Cookie"))
@@ -446,10 +508,15 @@ def flask_caller(app: Any) -> Caller:
 
 def http_caller(port: int) -> Caller:
     def http_call(
-        method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        chunked: bool = False,
     ) -> Answer:
         started = time.monotonic()
-        reply = call(port, method, path, body=body, headers=headers)
+        reply = call(port, method, path, body=body, headers=headers, chunked=chunked)
         seconds = time.monotonic() - started
         names = {name.lower(): value for name, value in reply.headers.items()}
         names["set-cookie"] = ";".join(reply.headers.get_all("Set-Cookie") or [])
@@ -517,3 +584,15 @@ def assert_autosave_unavailable_then_saved(
     saved = service.autosave(session)
     assert saved.status == 200, saved.body[:300]
     assert json.loads(saved.body)["changed"] is True
+
+
+def assert_script_answers_unavailable(answers: list[Answer], *, bound: float, names: str) -> None:
+    """Answers to the editor's scripts (upload, live preview) during an outage: the JSON
+    503 they read, its ``message`` naming the outage with ``names``, with ``Retry-After``,
+    in time; never the HTML error page."""
+    for answer in answers:
+        assert answer.status == 503, (answer.status, answer.body[:300])
+        assert answer.seconds < bound, answer.seconds
+        assert int(answer.header("Retry-After") or 0) > 0
+        assert (answer.header("Content-Type") or "").startswith("application/json"), answer.body
+        assert names in json.loads(answer.body)["message"]

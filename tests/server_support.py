@@ -82,11 +82,18 @@ def call(
     *,
     body: bytes | None = None,
     headers: dict[str, str] | None = None,
+    chunked: bool = False,
 ) -> Reply:
-    """One request on its own connection; redirects are returned, not followed."""
+    """One request on its own connection; redirects are returned, not followed. ``chunked``:
+    the body with ``Transfer-Encoding: chunked`` in 64 KiB chunks, without a Content-Length."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        conn.request(method, path, body=body, headers=headers or {})
+        if chunked:
+            data = body or b""
+            chunks = (data[i : i + 65536] for i in range(0, len(data), 65536))
+            conn.request(method, path, body=chunks, headers=headers or {}, encode_chunked=True)
+        else:
+            conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
         return Reply(response.status, response.headers, response.read())
     finally:

@@ -29,6 +29,7 @@ from fault_support import (
     RedisProcess,
     Service,
     assert_autosave_unavailable_then_saved,
+    assert_script_answers_unavailable,
     serving,
 )
 from server_support import pps_script
@@ -250,6 +251,23 @@ def test_autosave_answers_its_503_in_json_while_the_database_is_down(
     finally:
         cluster.start()
     assert_autosave_unavailable_then_saved(service, session, answer, bound=BOUND, names="database")
+
+
+def test_the_editors_upload_and_preview_answer_their_503_in_json_while_the_database_is_down(
+    service: Service, cluster: PostgresCluster
+) -> None:
+    """The image upload and the live preview are read by the editor's scripts, which ask
+    for JSON: the database down is a JSON 503 with ``Retry-After``, not the HTML error
+    page; the upload is answered again once the database is back."""
+    session = service.editor_login()
+    cluster.stop()
+    try:
+        answers = [service.upload(session), service.preview(session)]
+    finally:
+        cluster.start()
+    assert_script_answers_unavailable(answers, bound=BOUND, names="database")
+    after = service.upload(session)  # the shop's template here has no image to upload for
+    assert after.status == 404 and json.loads(after.body)["message"], after.body[:300]
 
 
 def test_db_upgrade_on_a_server_that_never_answers_ends_at_its_connect_timeout(

@@ -26,6 +26,7 @@ from fault_support import (
     RedisProcess,
     Service,
     assert_autosave_unavailable_then_saved,
+    assert_script_answers_unavailable,
     serving,
 )
 
@@ -145,3 +146,20 @@ def test_autosave_answers_its_503_in_json_while_redis_hangs(service: Service) ->
     assert_autosave_unavailable_then_saved(
         service, session, answer, bound=BOUND, names="unavailable"
     )
+
+
+def test_the_editors_upload_and_preview_answer_their_503_in_json_while_redis_hangs(
+    service: Service,
+) -> None:
+    """The image upload and the live preview are read by the editor's scripts, which ask
+    for JSON: a hung Redis (the login's session lives there) is a JSON 503 with
+    ``Retry-After``, not the HTML error page; the upload is answered again once Redis is."""
+    session = service.editor_login()
+    service.redis.freeze()
+    try:
+        answers = [service.upload(session), service.preview(session)]
+    finally:
+        service.redis.thaw()
+    assert_script_answers_unavailable(answers, bound=BOUND, names="unavailable")
+    after = service.upload(session)  # the shop's template here has no image to upload for
+    assert after.status == 404 and json.loads(after.body)["message"], after.body[:300]

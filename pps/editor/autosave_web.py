@@ -45,7 +45,7 @@ from pps.platform.outages import OUTAGES
 from pps.platform.repository import VersionConflict
 from pps.web import bp
 from pps.web.common import services
-from pps.web.errors import outage_error
+from pps.web.errors import json_error_response, outage_error
 
 #: Autosaves per logged-in user per second. The script saves one second after the last
 #: change (and on leaving a field), so a customer never gets near it.
@@ -65,20 +65,12 @@ def editor_autosave(draft_hash: str) -> Response:
     try:
         return _autosave(draft_hash)
     except PpsError as exc:  # the script reads JSON, never an HTML error page
-        return _error_json(exc)
+        return json_error_response(exc)
     except OUTAGES as exc:  # the database or Redis down: the 503 the script waits out
         error = outage_error(exc)
         if error is None:
             raise
-        return _error_json(error)
-
-
-def _error_json(error: PpsError) -> Response:
-    response = jsonify(error.body())
-    response.status_code = error.status
-    response.headers.update(error.headers)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+        return json_error_response(error)
 
 
 def _autosave(draft_hash: str) -> Response:

@@ -49,19 +49,36 @@ def request_id() -> str:
 
 
 def wants_json() -> bool:
-    return request.path.startswith(_JSON_PREFIXES)
+    """JSON for the API and file URLs, and for a script that asks for JSON before HTML.
+
+    The editor's scripts (upload, autosave, live preview) send ``Accept`` naming JSON and no
+    HTML; a browser's navigation names HTML first and a ``fetch`` without ``Accept`` sends
+    ``*/*``, which ties and keeps the page.
+    """
+    if request.path.startswith(_JSON_PREFIXES):
+        return True
+    accept = request.accept_mimetypes
+    return accept.quality("application/json") > accept.quality("text/html")
+
+
+def json_error_response(error: PpsError) -> Response:
+    """``error`` as JSON (``message``, its headers such as ``Retry-After``), not cached."""
+    response = jsonify(error.body())
+    return _finish(response, error)
 
 
 def error_response(error: PpsError) -> Response:
     """Render ``error`` as JSON or as a page, whichever the current request expects."""
-    rid = request_id()
     if wants_json():
-        response = jsonify(error.body())
-    else:
-        response = Response(
-            render_template("error.html", **error_page_context(error, rid)),
-            mimetype="text/html",
-        )
+        return json_error_response(error)
+    response = Response(
+        render_template("error.html", **error_page_context(error, request_id())),
+        mimetype="text/html",
+    )
+    return _finish(response, error)
+
+
+def _finish(response: Response, error: PpsError) -> Response:
     response.status_code = error.status
     for name, value in error.headers.items():
         response.headers[name] = value
