@@ -57,6 +57,8 @@ NOT_UTF8 = b"http://shop\xff.example".decode("utf-8", "surrogateescape")
         ("PPS_REDIS_URL", "rediss://cache.example:6380/0?socket_timeout=soon"),
         ("PPS_X_ACCEL_PREFIX", "_pps_files"),
         ("PPS_INSTANCE_PATH", NOT_UTF8),
+        ("PPS_PROCESSING_RETENTION", "3600"),
+        ("PPS_PROCESSING_RETENTION", "-1"),
     ],
 )
 def test_a_value_pps_cannot_use_is_refused_naming_the_variable(
@@ -108,6 +110,8 @@ def test_a_secret_key_that_is_not_utf8_is_refused_without_being_shown(tmp_path: 
         ("PPS_CLIENT_CACHE_TTL", "0"),
         ("PPS_X_ACCEL_PREFIX", "/_pps_files"),
         ("PPS_NONCE_TTL", str(2**31 - 1)),
+        ("PPS_PROCESSING_RETENTION", "0"),
+        ("PPS_PROCESSING_RETENTION", "86400"),
     ],
 )
 def test_usual_values_are_taken(tmp_path: Path, name: str, value: str) -> None:

@@ -50,6 +50,8 @@ class Settings:
     upload_fetch_timeout: float = 60.0
     job_retries: int = 8
     job_retry_backoff: float = 15.0
+    #: Seconds a finished batch processing (and a spent notification key) is kept; 0: ever.
+    processing_retention: int = 30 * 24 * 3600
     max_image_pixels: int = 40_000_000
     renders_per_minute: int = 600
     redis_timeout: float = 2.0
@@ -88,6 +90,7 @@ _INT_SETTINGS = {
     "renders_per_minute": "PPS_RENDERS_PER_MINUTE",
     "max_variable_rows": "PPS_MAX_VARIABLE_ROWS",
     "job_retries": "PPS_JOB_RETRIES",
+    "processing_retention": "PPS_PROCESSING_RETENTION",
 }
 _FLOAT_SETTINGS = {
     "notify_timeout": "PPS_NOTIFY_TIMEOUT",
@@ -119,6 +122,9 @@ MAX_INT = 2**31 - 1
 #: bounds anything, and huge ones overflowed socket timeouts and PostgreSQL's
 #: ``statement_timeout`` at the first request instead of at start.
 MAX_SECONDS = 86400.0
+#: Shortest retention of finished processings (0 aside): a day, so that a shop polling
+#: the status of a batch after a night, or a job retried after an outage, finds it.
+MIN_RETENTION = 86400
 #: Largest storage budget a client may have (1 PiB): sums of sizes stay far within 64 bits.
 MAX_STORAGE_BYTES = 2**50
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -382,6 +388,11 @@ def load_settings(
         )
     if settings.job_retries < 0 or settings.job_retry_backoff < 0:
         raise SettingsError("PPS_JOB_RETRIES and PPS_JOB_RETRY_BACKOFF must not be negative")
+    if 0 < settings.processing_retention < MIN_RETENTION:
+        raise SettingsError(
+            f"PPS_PROCESSING_RETENTION must be 0 (keep for ever) or at least {MIN_RETENTION} "
+            f"seconds (a day), got {settings.processing_retention}"
+        )
     if settings.redis_timeout <= 0 or settings.database_timeout <= 0:
         raise SettingsError("PPS_REDIS_TIMEOUT and PPS_DATABASE_TIMEOUT must be more than 0")
     if not settings.base_url.startswith(("http://", "https://")):

@@ -105,7 +105,9 @@ def show_processing(processing_id: str) -> dict[str, Any]:
 
     `{processingId, draftStates: [{draftId, state, message}]}` without a `data` wrapper,
     drafts in the order they were submitted. The same JSON is what pps POSTs to
-    `stateChangedNotifyUrl`.
+    `stateChangedNotifyUrl`. A processing whose drafts are all `processed` or `failed` is
+    kept `PPS_PROCESSING_RETENTION` seconds (30 days by default) after its last change,
+    then 404 (the drafts' print files stay); one still running is kept.
     """
     processing = services().processings.get(current_client().identifier, processing_id)
     if processing is None:

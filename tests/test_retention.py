@@ -1,0 +1,253 @@
+"""Finished batch processings and spent notification keys are deleted once past their use.
+
+``processings`` (with ``processing_drafts``) and ``notification_keys`` only ever grew. A
+processing goes ``PPS_PROCESSING_RETENTION`` seconds after its last change once every draft
+of it is final; one still running never. A key goes after the same time once nothing can
+ask for it again: its message sent, no earlier outbox row of its client waiting.
+``pps worker`` prunes from its maintenance. On SQLite, and on PostgreSQL when
+PPS_TEST_DATABASE_URL is set.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from conftest import ApiClient
+from flask import Flask
+from processing_support import worker_env
+from server_support import pps_script
+
+from pps.platform.models import Client
+from pps.platform.outages import DATABASE_DOWN
+from pps.platform.repository.integrations import SqlIntegrationStore
+from pps.platform.repository.processing import (
+    FAILED,
+    IN_PROCESS,
+    PENDING,
+    PROCESSED,
+    SqlProcessingStore,
+)
+from pps.platform.repository.retention import prune
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import (
+    notification_keys,
+    processing_drafts,
+    processings,
+    webhook_deliveries,
+)
+from pps.processing.maintenance import RetentionSchedule
+
+DAY = 86400
+RETENTION = 30 * DAY
+URL = "https://shop.example/notify"
+
+
+def hashes(count: int, seed: str) -> list[str]:
+    return [f"{seed}{index:02d}".ljust(32, "0") for index in range(count)]
+
+
+def batch(store: SqlProcessingStore, client: str, states: list[str], seed: str) -> str:
+    """A processing whose drafts are in ``states`` (moved there as a job moves them)."""
+    processing = store.create(client, hashes(len(states), seed), None)
+    for item, state in zip(processing.drafts, states, strict=True):
+        if state in (PROCESSED, FAILED):
+            moved = store.set_state(
+                client, processing.processing_id, item.position, IN_PROCESS, allowed_from=(PENDING,)
+            )
+            assert moved
+        if state != PENDING:
+            assert store.set_state(
+                client,
+                processing.processing_id,
+                item.position,
+                state,
+                allowed_from=(PENDING, IN_PROCESS),
+            )
+    return processing.processing_id
+
+
+def last_changed(engine: sa.Engine, processing_id: str, days: float) -> None:
+    when = datetime.now(UTC) - timedelta(days=days)
+    with engine.begin() as conn:
+        conn.execute(
+            processings.update()
+            .where(processings.c.processing_id == processing_id)
+            .values(updated_at=when)
+        )
+
+
+def key_made(engine: sa.Engine, client: str, key: str, days: float) -> None:
+    when = datetime.now(UTC) - timedelta(days=days)
+    with engine.begin() as conn:
+        conn.execute(
+            notification_keys.update()
+            .where(notification_keys.c.client_identifier == client, notification_keys.c.key == key)
+            .values(created_at=when)
+        )
+
+
+def sent(engine: sa.Engine, message: str) -> None:
+    """The message left the outbox, as a delivery or a given-up one does."""
+    with engine.begin() as conn:
+        gone = conn.execute(
+            webhook_deliveries.delete().where(webhook_deliveries.c.identifier == message)
+        ).rowcount
+    assert gone == 1
+
+
+def drafts_of(engine: sa.Engine, processing_id: str) -> int:
+    query = sa.select(sa.func.count()).where(processing_drafts.c.processing_id == processing_id)
+    with engine.connect() as conn:
+        return int(conn.execute(query).scalar_one())
+
+
+def test_finished_processings_past_the_retention_go_and_running_ones_stay(
+    repository: SqlRepository,
+) -> None:
+    engine = repository.engine
+    client = repository.create_client("Shop").identifier
+    store = SqlProcessingStore(engine)
+    done = batch(store, client, [PROCESSED, FAILED], "done")
+    pending = batch(store, client, [PENDING, PENDING], "pend")
+    running = batch(store, client, [IN_PROCESS], "run")
+    half = batch(store, client, [PROCESSED, PENDING], "half")
+    recent = batch(store, client, [PROCESSED], "recent")
+    for old in (done, pending, running, half):
+        last_changed(engine, old, 31)
+    last_changed(engine, recent, 29)
+
+    pruned = prune(engine, RETENTION)
+
+    # At least this one (on PostgreSQL the database is shared with other tests of the run).
+    assert pruned.processings >= 1
+    assert store.get(client, done) is None and drafts_of(engine, done) == 0
+    for kept in (pending, running, half, recent):
+        found = store.get(client, kept)
+        assert found is not None and drafts_of(engine, kept) == len(found.drafts), kept
+
+
+def test_a_long_backlog_goes_in_batches(repository: SqlRepository) -> None:
+    engine = repository.engine
+    client = repository.create_client("Shop").identifier
+    store = SqlProcessingStore(engine)
+    made = [batch(store, client, [PROCESSED], f"b{n}") for n in range(5)]
+    for processing_id in made:
+        last_changed(engine, processing_id, 40)
+    assert prune(engine, RETENTION, batch=2).processings >= 5
+    assert all(store.get(client, processing_id) is None for processing_id in made)
+
+
+def test_spent_notification_keys_go_and_keys_still_of_use_stay(
+    repository: SqlRepository,
+) -> None:
+    engine = repository.engine
+    shop = repository.create_client("Shop").identifier
+    other = repository.create_client("Other").identifier
+    outbox = SqlIntegrationStore(engine)
+
+    def queued(client: str, key: str) -> str:
+        return outbox.enqueue_notification(
+            client, "notify.processing", URL, {"n": key}, f"topic-{key}", once=key
+        )
+
+    spent = queued(shop, "spent:final")
+    sent(engine, spent)
+    waiting = queued(shop, "waiting:final")  # not sent yet: a retry must find its key
+    young = queued(shop, "young:final")
+    sent(engine, young)
+    # Another client's download still running, queued before its callback's key was made.
+    earlier = outbox.enqueue_notification(other, "notify.processing", URL, {}, "topic-earlier")
+    behind = queued(other, "behind:final")
+    sent(engine, behind)
+    for client, key in (
+        (shop, "spent:final"),
+        (shop, "waiting:final"),
+        (other, "behind:final"),
+    ):
+        key_made(engine, client, key, 31)
+    with engine.begin() as conn:
+        conn.execute(
+            webhook_deliveries.update()
+            .where(webhook_deliveries.c.identifier == earlier)
+            .values(created_at=datetime.now(UTC) - timedelta(days=32))
+        )
+    key_made(engine, shop, "young:final", 29)
+
+    assert prune(engine, RETENTION).notification_keys >= 1
+
+    assert queued(shop, "spent:final") != spent  # the key is gone: a new message
+    assert queued(shop, "waiting:final") == waiting
+    assert queued(shop, "young:final") == young
+    assert queued(other, "behind:final") == behind
+
+
+def test_retention_zero_keeps_everything(repository: SqlRepository) -> None:
+    engine = repository.engine
+    client = repository.create_client("Shop").identifier
+    store = SqlProcessingStore(engine)
+    done = batch(store, client, [PROCESSED], "zero")
+    last_changed(engine, done, 3650)
+    assert prune(engine, 0).processings == 0
+    assert store.get(client, done) is not None
+
+
+def test_the_schedule_prunes_once_per_interval(repository: SqlRepository) -> None:
+    engine = repository.engine
+    client = repository.create_client("Shop").identifier
+    store = SqlProcessingStore(engine)
+    now = [1000.0]
+    schedule = RetentionSchedule(engine, RETENTION, interval=3600, clock=lambda: now[0])
+    first = batch(store, client, [PROCESSED], "s1")
+    last_changed(engine, first, 31)
+    assert schedule.run_if_due() is not None
+    assert store.get(client, first) is None
+    second = batch(store, client, [PROCESSED], "s2")
+    last_changed(engine, second, 31)
+    now[0] += 3599
+    assert schedule.run_if_due() is None  # not due yet
+    assert store.get(client, second) is not None
+    now[0] += 1
+    assert schedule.run_if_due() is not None
+    assert store.get(client, second) is None
+
+
+def test_the_database_down_is_logged_and_the_schedule_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker whose database is unreachable at its maintenance keeps rendering."""
+    missing = sa.create_engine(f"sqlite:///{tmp_path}/no/such/folder/pps.sqlite3")
+    try:
+        assert RetentionSchedule(missing, RETENTION).run_if_due() is None
+    finally:
+        missing.dispose()
+    assert DATABASE_DOWN in caplog.text
+
+
+@pytest.mark.slow
+def test_pps_worker_prunes_at_its_maintenance(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client
+) -> None:
+    """``pps worker`` prunes as it starts (its first maintenance), also in burst mode: the
+    shop's finished batch past the retention is a 404, one still pending is kept."""
+    engine = repo.engine
+    store = SqlProcessingStore(engine)
+    done = batch(store, tenant.identifier, [PROCESSED, FAILED], "wdone")
+    waiting = batch(store, tenant.identifier, [PENDING], "wpend")  # its job was lost
+    for processing_id in (done, waiting):
+        last_changed(engine, processing_id, 31)
+    assert api.get(f"/api-ext/pdf-processing/{done}").status_code == 200
+    finished = subprocess.run(
+        [pps_script(), "worker", "--burst"],
+        env=worker_env(app),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert "finished processings" in finished.stderr, finished.stderr
+    assert api.get(f"/api-ext/pdf-processing/{done}").status_code == 404
+    assert api.get(f"/api-ext/pdf-processing/{waiting}").status_code == 200
