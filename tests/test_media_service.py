@@ -27,6 +27,8 @@ from test_editor import log_in, open_editor
 from test_render_media import CARD_DIR, RED_CMYK, quadrants
 from test_uploads import fan_out_svg
 from vdata_support import multipart
+from werkzeug.datastructures import FileStorage, MultiDict
+from werkzeug.test import encode_multipart
 
 from pps.editor.throttle import UPLOADS_PER_MINUTE
 from pps.platform.models import Client, Draft, Template, User
@@ -684,6 +686,47 @@ def test_a_body_over_the_upload_limit_is_explained_to_the_script_in_the_pages_la
     assert answer.get_json() == {"message": expected, "success": False, "errors": {}}
     page = editor_upload(client, draft, token, data, json_answer=False)
     assert page.status_code == 413 and 'data-kind="too_large"' in page.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("locale", "expected"),
+    [
+        ("de", "Diese Datei kann nicht verwendet werden: erlaubt sind höchstens 49 kB"),
+        ("en", "This file cannot be used: files of at most 49 kB can be used"),
+    ],
+)
+def test_a_chunked_body_over_the_upload_limit_is_explained_to_the_script_too(
+    strict: Flask, tenant: Client, user: User, draft: Draft, locale: str, expected: str
+) -> None:
+    """Without Content-Length the body is found too large only as it is read: the same
+    413 in the page's language (its size unknown, the limit named), nothing stored."""
+    client = strict.test_client()
+    log_in(client, tenant, user)
+    _, token = open_editor(client, f"/editor/{draft.draft_hash}/edit?locale={locale}")
+    data = b"\x89PNG\r\n\x1a\n" + b"\0" * (300 * 1024)
+    boundary, body = encode_multipart(
+        MultiDict(
+            [
+                ("csrf_token", token),
+                ("upload", "logo"),
+                ("image:logo", FileStorage(io.BytesIO(data), "logo.png")),
+            ]
+        )
+    )
+    answer = client.post(
+        f"/editor/{draft.draft_hash}/upload",
+        input_stream=io.BytesIO(body),
+        headers={
+            "Transfer-Encoding": "chunked",
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+            "Accept": "application/json",
+        },
+        environ_overrides={"wsgi.input_terminated": True},  # as gunicorn marks its end
+    )
+    assert answer.status_code == 413 and answer.is_json, answer.get_data(as_text=True)
+    assert answer.get_json() == {"message": expected, "success": False, "errors": {}}
+    uploads = strict.extensions["pps"].storage.root / "uploads"
+    assert not uploads.exists() or not any(uploads.rglob("*.*"))
 
 
 def test_an_svg_with_script_or_external_reference_is_kept_clean(

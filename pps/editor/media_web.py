@@ -9,7 +9,8 @@
   507 the same way when the client's uploads would exceed ``PPS_CLIENT_STORAGE_BYTES``;
   the reason in the page's language, from the refusal's message code and parameters
   (:class:`~pps.uploads.store.UploadRefused`), never its English for shop developers.
-  A body over ``PPS_MAX_UPLOAD_BYTES`` is a 413 read no further: JSON for the script.
+  A body over ``PPS_MAX_UPLOAD_BYTES`` is a 413 read no further: JSON for the script, also
+  when it comes without Content-Length (chunked) and is found too large as it is read.
 * ``GET /editor/<hash>/image/<identifier>``: an image the draft's client uploaded, for
   the crop view (the draft's own user only).
 """
@@ -81,7 +82,12 @@ def editor_upload(draft_hash: str) -> Response:
             raise  # the "too large" page
         return _too_large(editor._load(draft_hash))
     ctx = editor._load(draft_hash)
-    editor._check_form()  # at most MAX_FORM_FIELDS fields, then the CSRF token
+    try:  # a body without Content-Length (chunked) is found too large as it is read
+        editor._check_form()  # at most MAX_FORM_FIELDS fields, then the CSRF token
+    except PayloadTooLarge:
+        if not wants_json:
+            raise
+        return _too_large(ctx)
     key = request.form.get("upload", "")
     part = request.files.get(f"image:{key}")
     data = part.read() if part is not None else b""
@@ -170,17 +176,17 @@ def editor_upload(draft_hash: str) -> Response:
 
 
 def _too_large(ctx: editor.EditorContext) -> Response:
-    """``413`` for the script, in JSON (the error page is HTML, which it cannot read): a
-    body over ``PPS_MAX_UPLOAD_BYTES`` is refused unread, so its DataKey is unknown and the
-    script shows ``message``."""
-    reason = refusal_reason(
-        ctx.t,
-        "media.too_large",
-        {
-            "size_bytes": request.content_length or 0,
-            "limit_bytes": services().settings.max_upload_bytes,
-        },
-    )
+    """``413`` for the script, in JSON in the page's language: a body over
+    ``PPS_MAX_UPLOAD_BYTES`` is refused unread (one without Content-Length as soon as it
+    goes past the limit), so its DataKey is unknown and the script shows ``message``."""
+    limit = services().settings.max_upload_bytes
+    size = request.content_length
+    if size is None:  # chunked: its whole size is never known
+        reason = refusal_reason(ctx.t, "media.over_limit", {"limit_bytes": limit})
+    else:
+        reason = refusal_reason(
+            ctx.t, "media.too_large", {"size_bytes": size, "limit_bytes": limit}
+        )
     response = jsonify(
         {"message": ctx.t("media.refused", reason=reason), "success": False, "errors": {}}
     )
@@ -248,9 +254,10 @@ form again and nothing saved, when its `base_version` is not the draft's version
 Save; `409` too for a locked draft). A refused
 file: `422` (JSON with `errors.<DataKey>`, or an HTML page); `507` alike, nothing stored,
 when the shop's uploaded files would take more than `PPS_CLIENT_STORAGE_BYTES`. The reason
-is in the page's language. A body over `PPS_MAX_UPLOAD_BYTES`: `413`, as JSON with `message`
-when JSON is asked for. More than 20 uploads a minute or 120 an hour from one login: `429`
-with `Retry-After`, nothing stored.
+is in the page's language. A body over `PPS_MAX_UPLOAD_BYTES`, with or without a
+Content-Length: `413`, as JSON with `message` when JSON is asked for, nothing stored. More
+than 20 uploads a minute or 120 an hour from one login: `429` with `Retry-After`, nothing
+stored.
 """
 
 PAGES.update(

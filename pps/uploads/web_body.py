@@ -17,6 +17,7 @@ from werkzeug.datastructures import FileStorage as UploadedPart
 from pps.api.blueprint import Blueprint, F
 from pps.api.parser import check_storable, json_object_body, php_form, urlencoded_pairs
 from pps.platform.errors import PayloadTooLarge, ValidationFailed
+from pps.web.request_body import too_large_message
 
 __all__ = [
     "MULTIPART_FRAMING",
@@ -65,11 +66,11 @@ def allow_upload_body() -> int:
     limit: int = current_app.extensions["pps.settings"].max_upload_bytes
     body_limit = limit + MULTIPART_FRAMING
     request.max_content_length = body_limit
+    accepted = f"files of at most {limit} bytes are accepted (PPS_MAX_UPLOAD_BYTES)."
     if request.content_length is not None and request.content_length > body_limit:
-        raise PayloadTooLarge(
-            f"The upload has {request.content_length} bytes; files of at most {limit} bytes "
-            "are accepted (PPS_MAX_UPLOAD_BYTES)."
-        )
+        raise PayloadTooLarge(f"The upload has {request.content_length} bytes; {accepted}")
+    # A body without Content-Length (chunked) is refused as it is read, with the same words.
+    too_large_message(request, f"The upload has more than {body_limit} bytes; {accepted}")
     return limit
 
 

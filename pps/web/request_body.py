@@ -6,7 +6,11 @@ chunked body (which has none) at the limit while reading, but reading it whole
 body is dropped and the request is processed without it (Werkzeug 3.1's
 ``LimitedStream.readall``). :class:`LimitedRequest` reads one byte past the limit to tell
 a body that ends there from one that goes on, and answers the latter with 413 like a
-``Content-Length`` over the limit.
+``Content-Length`` over the limit: pps's :class:`~pps.platform.errors.PayloadTooLarge`,
+with the message a view set for its body (:func:`too_large_message`: an upload names
+``PPS_MAX_UPLOAD_BYTES``), so it takes pps's error shape wherever it is raised and the
+view may answer it in a shape of its own (the editor's script: JSON in the page's
+language). Nothing of such a body is processed, so nothing of it is stored.
 
 A body with a ``Content-Encoding`` (gzip, deflate, br, ...) is refused with 415 when it is
 read: pps decodes none, and reading gzip bytes as JSON or a form would either fail with a
@@ -25,14 +29,17 @@ from __future__ import annotations
 from typing import IO, Any, cast
 
 from flask import Request
-from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.formparser import FormDataParser
 from werkzeug.utils import cached_property
 from werkzeug.wsgi import LimitedStream
 
-from pps.platform.errors import BadRequest, UnsupportedMediaType
+from pps.platform.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
-__all__ = ["LimitedRequest", "MaxBodyStream", "StrictFormDataParser"]
+__all__ = ["LimitedRequest", "MaxBodyStream", "StrictFormDataParser", "too_large_message"]
+
+#: Where a view keeps the 413 message for its body: in the WSGI environ, read when the
+#: body's stream is made.
+_TOO_LARGE_KEY = "pps.too_large_message"
 
 #: Why a form body cannot be read, by its media type; Werkzeug's urlencoded parser fails
 #: only on text that is not UTF-8.
@@ -44,10 +51,24 @@ URLENCODED_UNREADABLE = "The form body cannot be read: it is not valid UTF-8."
 
 
 class StrictFormDataParser(FormDataParser):
-    """Werkzeug's form parser, with a body it cannot read refused (400), not read as empty."""
+    """Werkzeug's form parser, with a body it cannot read refused (400), not read as empty.
+
+    A parse that fails half-way (a body found too large as it is read, a malformed one)
+    closes the files it had begun for the file parts: Werkzeug leaves them open, spooled to
+    a temporary file on disk past 500 KB, until the garbage collector finds them.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{**kwargs, "silent": False})
+        self.begun: list[IO[bytes]] = []
+        make = self.stream_factory
+
+        def keeping_track(*args: Any, **kwargs: Any) -> IO[bytes]:
+            stream = make(*args, **kwargs)
+            self.begun.append(stream)
+            return stream
+
+        self.stream_factory = keeping_track
 
     def parse(
         self,
@@ -59,22 +80,39 @@ class StrictFormDataParser(FormDataParser):
         try:
             return super().parse(stream, mimetype, content_length, options)
         except ValueError:  # UnicodeDecodeError included
+            self._close_begun()
             multipart = mimetype == "multipart/form-data"
             message = MULTIPART_UNREADABLE if multipart else URLENCODED_UNREADABLE
             raise BadRequest(message) from None
+        except BaseException:
+            self._close_begun()
+            raise
+        finally:
+            self.begun = []  # parsed: the request's files own them now
+
+    def _close_begun(self) -> None:
+        for begun in self.begun:
+            begun.close()
+
+
+def too_large_message(request: Request, message: str) -> None:
+    """Have a body of unknown length that goes past the limit refused with ``message``;
+    call before the body is read."""
+    request.environ[_TOO_LARGE_KEY] = message
 
 
 class MaxBodyStream(LimitedStream):
     """At most ``limit`` bytes of a body whose end the server marks (``wsgi.input_terminated``)."""
 
-    def __init__(self, source: IO[bytes], limit: int) -> None:
+    def __init__(self, source: IO[bytes], limit: int, message: str | None = None) -> None:
         super().__init__(source, limit, is_max=True)
         self.source = source
+        self.message = message
 
     def on_exhausted(self) -> None:
         """At the limit: a body that ends there is whole, one that goes on is too large."""
         if self.source.read(1):
-            raise RequestEntityTooLarge()
+            raise PayloadTooLarge(self.message)
 
     def readall(self) -> bytes:
         data = super().readall()
@@ -108,5 +146,6 @@ class LimitedRequest(Request):
             and self.content_length is None
             and "wsgi.input_terminated" in self.environ
         ):
-            return cast(IO[bytes], MaxBodyStream(self.input_stream, limit))
+            message = self.environ.get(_TOO_LARGE_KEY)
+            return cast(IO[bytes], MaxBodyStream(self.input_stream, limit, message))
         return super().stream
