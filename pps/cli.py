@@ -35,6 +35,7 @@ from pps.demo import DEMO_TEMPLATE_FILE, EXAMPLES_DIR, DemoError, seed_demo
 from pps.files.sweep_cli import files_group
 from pps.platform.models import Client, Template
 from pps.platform.repository import DuplicateIdentifier
+from pps.platform.repository.retention import prune
 from pps.platform.repository.sql import database_revision, revision_known, upgrade_database
 from pps.platform.services import Services
 from pps.platform.storable_text import text_problem
@@ -192,6 +193,25 @@ def db_upgrade(revision: str) -> None:
         raise click.BadParameter(str(exc), param_hint="REVISION") from None
     shown = sa.engine.make_url(url).render_as_string(hide_password=True)
     click.echo(f"Database {shown} is at revision {database_revision(url)}.")
+
+
+@db_group.command("prune")
+def db_prune() -> None:
+    """Delete finished batch processings and spent notification keys older than
+    PPS_PROCESSING_RETENTION (0 keeps everything).
+
+    ``pps worker`` does this hourly on its own; the hourly ``deploy/pps-sweep.timer`` runs
+    it too, for installations without Redis, whose batches run in the app and have no worker.
+    """
+    retention = _services().settings.processing_retention
+    if retention <= 0:
+        click.echo("PPS_PROCESSING_RETENTION is 0: every record is kept.")
+        return
+    pruned = prune(current_app.extensions["pps"].repository.engine, retention)
+    click.echo(
+        f"Deleted {pruned.processings} finished processings and "
+        f"{pruned.notification_keys} spent notification keys."
+    )
 
 
 # -- clients -----------------------------------------------------------------------------

@@ -10,9 +10,11 @@ PPS_TEST_DATABASE_URL is set.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -21,6 +23,7 @@ from flask import Flask
 from processing_support import worker_env
 from server_support import pps_script
 
+from pps.app import create_app
 from pps.platform.models import Client
 from pps.platform.outages import DATABASE_DOWN
 from pps.platform.repository.integrations import SqlIntegrationStore
@@ -251,3 +254,40 @@ def test_pps_worker_prunes_at_its_maintenance(
     assert "finished processings" in finished.stderr, finished.stderr
     assert api.get(f"/api-ext/pdf-processing/{done}").status_code == 404
     assert api.get(f"/api-ext/pdf-processing/{waiting}").status_code == 200
+
+
+def test_pps_db_prune_deletes_what_the_worker_would(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client
+) -> None:
+    """``pps db prune`` (run by the sweep timer, where no worker runs) deletes the finished
+    batch past the retention and keeps the one still pending, and says how many went."""
+    store = SqlProcessingStore(repo.engine)
+    done = batch(store, tenant.identifier, [PROCESSED], "cdone")
+    waiting = batch(store, tenant.identifier, [PENDING], "cpend")
+    for processing_id in (done, waiting):
+        last_changed(repo.engine, processing_id, 31)
+    result = app.test_cli_runner().invoke(args=["pps", "db", "prune"])
+    assert result.exit_code == 0, result.output
+    deleted = re.fullmatch(
+        r"Deleted (\d+) finished processings and \d+ spent notification keys\.\n", result.output
+    )
+    assert deleted is not None and int(deleted.group(1)) >= 1, result.output
+    assert api.get(f"/api-ext/pdf-processing/{done}").status_code == 404
+    assert api.get(f"/api-ext/pdf-processing/{waiting}").status_code == 200
+
+
+def test_pps_db_prune_keeps_everything_with_a_retention_of_0(
+    app_config: dict[str, Any], tenant: Client
+) -> None:
+    application = create_app({**app_config, "processing_retention": 0})
+    try:
+        engine = application.extensions["pps"].repository.engine
+        store = SqlProcessingStore(engine)
+        done = batch(store, tenant.identifier, [PROCESSED], "zdone")
+        last_changed(engine, done, 3650)
+        result = application.test_cli_runner().invoke(args=["pps", "db", "prune"])
+        assert result.exit_code == 0, result.output
+        assert result.output == "PPS_PROCESSING_RETENTION is 0: every record is kept.\n"
+        assert store.get(tenant.identifier, done) is not None
+    finally:
+        application.extensions["pps"].close()
