@@ -253,6 +253,42 @@ def test_url_fields_state_the_address_rules_the_code_applies(
     assert re.search(r"link-local[^.]*always", text), text
 
 
+def _required_fields(spec: dict[str, Any], schema: dict[str, Any]) -> set[str]:
+    """The required properties of a body schema (a form's ``allOf`` included)."""
+    schema = resolve(spec, schema)
+    names = set(schema.get("required", []))
+    for part in schema.get("allOf", []):
+        names |= _required_fields(spec, part)
+    return names
+
+
+def test_a_body_with_required_fields_is_a_required_body(
+    api: ApiClient, spec: dict[str, Any], arranged: dict[str, str]
+) -> None:
+    """A request without a body is a 422 naming the missing fields wherever the body has
+    required ones (``POST /api-ext/user/{id}/merge``, ``/review/{id}/add-user``, ``PUT
+    .../variable-data``, ``POST /api-ext/file``...): the reference says so with
+    ``requestBody.required``. Left ``false``, a client reading it sent no body and got the
+    422. Bodies without required fields stay optional (an empty ``POST /api-ext/user``)."""
+    bodies = 0
+    for method, path, operation in operations(spec):
+        body = operation.get("requestBody")
+        if body is None:
+            continue
+        required = set().union(
+            *(_required_fields(spec, media["schema"]) for media in body["content"].values())
+        )
+        assert body.get("required", False) is bool(required), (method, path, required)
+        bodies += 1
+    assert bodies >= 20
+    assert spec["paths"]["/api-ext/user"]["post"]["requestBody"]["required"] is False
+    target = f"/api-ext/user/{arranged['user']}/merge"
+    assert spec["paths"]["/api-ext/user/{identifier}/merge"]["post"]["requestBody"]["required"]
+    response = api.post(target)
+    assert response.status_code == 422
+    assert set(response.get_json()["errors"]) == {"sourceUserIdentifier"}
+
+
 def test_tags_and_security_scheme(spec: dict[str, Any]) -> None:
     tags = {tag["name"] for tag in spec["tags"]}
     assert {"User", "Draft", "Template", "Client"} <= tags

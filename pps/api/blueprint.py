@@ -180,9 +180,16 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
     def body(
         self, schema: Schema | type[Schema], description: str | None = None
     ) -> Callable[[F], F]:
-        """The request body: JSON or a form, validated by ``schema`` (the view gets a dict)."""
+        """The request body: JSON or a form, validated by ``schema`` (the view gets a dict).
+
+        Documented as required when ``schema`` has a required field: a request without a body
+        is then a 422 naming it. Otherwise no body is as good as ``{}`` (an empty
+        ``POST /api-ext/user`` is normal)."""
         instance = schema() if isinstance(schema, type) else schema
-        arguments = self.arguments(instance, location=BODY, required=False, description=description)
+        required = any(field.required for field in instance.fields.values())
+        arguments = self.arguments(
+            instance, location=BODY, required=required, description=description
+        )
         form = {
             **form_schema(instance),
             "encoding": form_encoding(instance),

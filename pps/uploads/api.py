@@ -23,6 +23,7 @@ class FileOut(Schema):
 
 
 _MULTIPART = {
+    "required": True,
     "content": {
         "multipart/form-data": {
             "schema": {
@@ -31,7 +32,7 @@ _MULTIPART = {
                 "properties": {"file": {"type": "string", "format": "binary"}},
             }
         }
-    }
+    },
 }
 
 

@@ -90,6 +90,7 @@ def list_rows(args: dict[str, Any], draft_hash: str) -> Response:
 
 
 _POST_BODY = {
+    "required": True,
     "content": {
         "multipart/form-data": {
             "schema": {
@@ -120,7 +121,7 @@ _POST_BODY = {
                 },
             }
         },
-    }
+    },
 }
 
 
