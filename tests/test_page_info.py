@@ -67,3 +67,17 @@ def test_unknown_and_foreign_drafts_are_404(
 ) -> None:
     assert_error(api.get("/api-ext/draft/nope/print/page-info"), 404)
     assert_error(other_api.get(f"/api-ext/draft/{draft.draft_hash}/print/page-info"), 404)
+
+
+def test_the_reference_lists_the_usages_answered(api: ApiClient, draft: Draft) -> None:
+    """``usage`` is documented with the words that get pages: it was any string, and a
+    client reading the reference could send one that is a 422."""
+    reference = api.get("/openapi.json").get_json()
+    parameters = reference["paths"]["/api-ext/draft/{draft_hash}/{usage}/page-info"]["parameters"]
+    (usage,) = [p for p in parameters if p["name"] == "usage"]
+    assert usage["in"] == "path" and usage["required"] is True
+    documented = usage["schema"]["enum"]
+    assert set(documented) == {"print", "preview", "low-res", "image", "thumbnail"}
+    for word in documented:
+        assert info(api, draft, word)["pages"] == 1
+    assert_error(api.get(f"/api-ext/draft/{draft.draft_hash}/0/page-info"), 422, "usage")

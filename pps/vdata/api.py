@@ -279,7 +279,18 @@ class PageInfoOut(Schema):
     data = fields.Nested(PageInfoData, required=True)
 
 
-@blp.get("/draft/<draft_hash:draft_hash>/<usage>/page-info")
+@blp.get(
+    "/draft/<draft_hash:draft_hash>/<usage>/page-info",
+    parameters=[
+        {
+            "in": "path",
+            "name": "usage",
+            "required": True,
+            "schema": {"type": "string", "enum": list(USAGES)},
+            "description": "Which file's pages: another word is a 422 naming `usage`.",
+        }
+    ],
+)
 @blp.query(PageInfoArgs)
 @blp.response(200, PageInfoOut)
 @blp.errors(404)
