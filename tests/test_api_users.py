@@ -245,3 +245,15 @@ def test_merge_with_unknown_users_is_404(api: Any, repo: SqlRepository, tenant: 
     )
     assert_error(response, 404)
     assert counts(repo) == before
+
+
+def test_the_reference_says_email_is_an_address_or_empty(api: Any) -> None:
+    """``email`` is checked as an address (``""`` clears it): the reference said only "a
+    string of at most 320 characters", so a client reading it could send one that is a 422."""
+    reference = api.get("/openapi.json").get_json()
+    email = reference["components"]["schemas"]["UserInput"]["properties"]["email"]
+    assert email["anyOf"] == [{"format": "email"}, {"enum": [""]}]
+    assert email["maxLength"] == 320 and email["nullable"] is True
+    assert api.post("/api-ext/user", json={"email": ""}).status_code == 201
+    assert api.post("/api-ext/user", json={"email": "ada@example.com"}).status_code == 201
+    assert_error(api.post("/api-ext/user", json={"email": "\u00fd\u00af"}), 422, "email")

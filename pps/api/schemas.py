@@ -111,6 +111,10 @@ class UserInput(Input):
             validate.Length(max=320),
             lambda value: value == "" or validate.Email()(value),
         ],
+        metadata={
+            "anyOf": [{"format": "email"}, {"enum": [""]}],
+            "description": 'An email address; `""` clears it.',
+        },
     )
     firstName = _text(200)
     lastName = _text(200)
