@@ -19,7 +19,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from conftest import ApiClient
 from flask import Flask
-from marshmallow import Schema
+from marshmallow import Schema, ValidationError
 from vdata_support import card_draft, card_template
 
 from pps.api import schemas
@@ -287,6 +287,35 @@ def test_a_body_with_required_fields_is_a_required_body(
     response = api.post(target)
     assert response.status_code == 422
     assert set(response.get_json()["errors"]) == {"sourceUserIdentifier"}
+
+
+def test_variant_version_strings_are_documented_as_read(spec: dict[str, Any]) -> None:
+    """The pattern of ``version`` as a string admits exactly the strings pps reads as a
+    variant version: ``"0"`` and ``"9999999999"`` were documented and are 422s."""
+    field = schemas.DraftCreateInput().fields["version"]
+
+    def read(text: str) -> bool:
+        try:
+            field.deserialize(text)
+        except ValidationError:
+            return False
+        return True
+
+    texts = ["0", "00", "1", "01", "0000000001", "00000000001", "9", "10", "99", "100"]
+    texts += ["999999999", "0999999999", "1000000000", "1999999999", "2000000000"]
+    texts += ["2147483639", "2147483640", "2147483646", "2147483647", "2147483648"]
+    texts += ["2147483650", "2147484000", "2150000000", "2200000000", "3000000000"]
+    texts += ["9999999999", "10000000000", "-1", "+1", "1.0", " 1", "", "\u0661"]
+    texts += [str(n) for n in range(0, 3000, 7)]
+    for name in ("DraftCreateInput", "DraftUpdateInput"):
+        (text_schema,) = [
+            branch
+            for branch in component(spec, name)["properties"]["version"]["oneOf"]
+            if branch["type"] == "string"
+        ]
+        pattern = re.compile(text_schema["pattern"])
+        for text in texts:
+            assert bool(pattern.search(text)) is read(text), (name, text)
 
 
 def test_tags_and_security_scheme(spec: dict[str, Any]) -> None:

@@ -170,10 +170,32 @@ class VariantVersion(fields.Field[int]):
         return value
 
 
+def whole_number_pattern(maximum: int) -> str:
+    """A regular expression of the digit strings :class:`VariantVersion` reads: the numbers
+    1 to ``maximum``, leading zeros allowed, at most as many characters as ``maximum`` has
+    digits. ``^[0-9]{1,10}$`` also described ``"0"`` and ``"9999999999"``, which are 422s."""
+    top = str(maximum)
+    width = len(top)
+
+    def digits(count: int) -> str:
+        return {0: "", 1: "[0-9]"}.get(count, f"[0-9]{{{count}}}")
+
+    def below(lowest: int, digit: int) -> str:  # a digit from lowest to digit - 1
+        return str(lowest) if lowest == digit - 1 else f"[{lowest}-{digit - 1}]"
+
+    shorter = [f"0{{0,{width - k}}}[1-9]{digits(k - 1)}" for k in range(1, width)]
+    full = [
+        f"{top[:i]}{below(int(i == 0), int(digit))}{digits(width - i - 1)}"
+        for i, digit in enumerate(top)
+        if int(digit) > int(i == 0)
+    ]
+    return "^(?:" + "|".join([*shorter, *full, top]) + ")$"
+
+
 _VERSION_DOC = {
     "oneOf": [
         {"type": "integer", "minimum": 1, "maximum": MAX_VARIANT_ID},
-        {"type": "string", "pattern": "^[0-9]{1,10}$"},
+        {"type": "string", "pattern": whole_number_pattern(MAX_VARIANT_ID)},
     ],
     "description": "A variant's version (pps keeps one version per variant), an integer or "
     "its digits as a string. Sent without `variant`, it chooses the offered variant of this "
