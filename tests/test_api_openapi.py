@@ -219,7 +219,7 @@ def test_form_bodies_document_both_array_encodings(spec: dict[str, Any]) -> None
         # repeated keys: drafts=a&drafts=b
         assert form["encoding"][name] == {"style": "form", "explode": True}
         # PHP: drafts[]=a&drafts[]=b
-        php = form["schema"]["allOf"][1]["properties"][f"{name}[]"]
+        php = resolve(spec, form["schema"]["allOf"][1])["properties"][f"{name}[]"]
         assert php["type"] == "array"
         # PHP's http_build_query: drafts[0]=a&drafts[1]=b
         assert f"`{name}[0]=a&{name}[1]=b`" in php["description"]
@@ -232,6 +232,37 @@ def test_form_bodies_document_both_array_encodings(spec: dict[str, Any]) -> None
     for spelling in ("`drafts[0]=a&drafts[1]=b`", "`customAttributes[size][w]=10`", "422"):
         assert spelling in described
     assert f"{MAX_DEPTH} levels" in described
+
+
+def test_php_list_spellings_keep_the_rules_of_their_list(
+    api: ApiClient, spec: dict[str, Any], arranged: dict[str, str]
+) -> None:
+    """``user[]=a`` is read as ``user``: its items and bounds are documented as the list's.
+    They were ``{"type": "string"}`` whatever the list's items were, so a review's
+    ``user[]=`` was documented and is a 422 (an empty identifier)."""
+    spellings = 0
+    for method, path, operation in operations(spec):
+        form = operation.get("requestBody", {}).get("content", {})
+        form = form.get("application/x-www-form-urlencoded", {}).get("schema", {})
+        if "allOf" not in form:
+            continue
+        body, php = (resolve(spec, part) for part in form["allOf"])
+        assert php.get("additionalProperties", True) is not False, (method, path)
+        for spelling, documented in php["properties"].items():
+            listed = body["properties"][spelling.removesuffix("[]")]
+            for key in ("type", "items", "minItems", "maxItems"):
+                assert documented.get(key) == listed.get(key), (method, path, spelling, key)
+            spellings += 1
+    assert spellings >= 5
+    review = component(spec, "ReviewCreateInputPhpLists")["properties"]["user[]"]
+    assert review["items"] == {"type": "string", "minLength": 1}
+    draft = api.post(
+        "/api-ext/draft",
+        json={"templateIdentifier": arranged["template"], "userIdentifier": arranged["user"]},
+    ).get_json()["data"]["draftHash"]
+    refused = api.post("/api-ext/review", data={"draftId": draft, "user[]": ""})
+    assert refused.status_code == 422
+    assert set(refused.get_json()["errors"]) == {"user.0"}
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,13 @@ document it, ``@blp.response`` serialises with a schema and documents it, and
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 import flask_smorest
-from marshmallow import Schema, fields
+from marshmallow import EXCLUDE, Schema, fields
 
 from pps.api.parser import BODY, parser
 from pps.web.openapi import ErrorOut
@@ -52,20 +54,38 @@ def form_schema(schema: Schema) -> dict[str, Any]:
     """The form encoding of a body schema: the schema itself, plus ``name[]`` for each list
     (PHP's ``a[]=x``, and its indexed ``a[0]=x``) beside the repeated key ``a=x&a=y`` the
     encoding object documents."""
-    php_lists = {
-        f"{name}[]": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": f"PHP's spellings of `{name}`: `{name}[]=a&{name}[]=b`, or "
-            f"indexed as `http_build_query` writes a list: `{name}[0]=a&{name}[1]=b` "
-            "(the indexes 0 to n-1 in order; other indexes make a map, which is refused).",
-        }
-        for name, field in schema.fields.items()
-        if isinstance(field, fields.List)
-    }
-    if not php_lists:
+    php_lists = php_list_spellings(type(schema))
+    if php_lists is None:
         return {"schema": schema}
-    return {"schema": {"allOf": [schema, {"type": "object", "properties": php_lists}]}}
+    return {"schema": {"allOf": [schema, php_lists]}}
+
+
+@functools.cache
+def php_list_spellings(schema: type[Schema]) -> Schema | None:
+    """A schema of the ``name[]`` spellings of ``schema``'s lists, each a copy of its list
+    field: the items keep their own rules (a review's ``user[]`` items are not empty), which
+    plain ``{"type": "string"}`` items did not say. One per class, so that the reference has
+    one component of that name; None when ``schema`` has no list."""
+    spellings: dict[str, fields.Field[Any]] = {}
+    for name, field in schema().fields.items():
+        if isinstance(field, fields.List):
+            spelling = copy.deepcopy(field)
+            spelling.metadata = {
+                "description": f"PHP's spellings of `{name}`: `{name}[]=a&{name}[]=b`, or "
+                f"indexed as `http_build_query` writes a list: `{name}[0]=a&{name}[1]=b` "
+                "(the indexes 0 to n-1 in order; other indexes make a map, which is refused)."
+            }
+            spellings[f"{name}[]"] = spelling
+    if not spellings:
+        return None
+    return _PhpLists.from_dict(spellings, name=f"{schema.__name__}PhpLists")()
+
+
+class _PhpLists(Schema):
+    """Beside the body's own schema in an ``allOf``: its other fields are not extra here."""
+
+    class Meta:
+        unknown = EXCLUDE
 
 
 def form_encoding(schema: Schema) -> dict[str, dict[str, Any]]:
