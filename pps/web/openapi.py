@@ -57,7 +57,10 @@ DESCRIPTION = (
     "nested keys at the same place (`a=1&a[b]=2`, which PHP reads as `a[b]=2` alone) and "
     "deeper nesting are a 422 naming the field, never a value dropped without a word. Field "
     "names may be camelCase or snake_case (`userIdentifier` or `user_identifier`); "
-    "camelCase wins when both are sent."
+    "camelCase wins when both are sent.\n\n"
+    "Text anywhere in a body, keys and fields pps does not read included, must be storable: "
+    "a NUL character (U+0000) or a lone UTF-16 surrogate (a `\\ud800` escape without its "
+    "pair) is a 422 naming where it is (`_body` for a key of the body itself)."
 )
 
 
