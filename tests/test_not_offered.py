@@ -242,6 +242,18 @@ def test_each_call_is_403_feature_not_enabled(
     assert word.lower() in body["message"].lower(), (word, body)
 
 
+@pytest.mark.parametrize("page", ["-1", "front", "1.5"])
+def test_a_call_not_offered_is_403_whatever_its_arguments(
+    client: FlaskClient, tenant: Client, page: str
+) -> None:
+    """The 3D texture of page ``-1`` was a 404 ("nothing at this address"), which its
+    reference (403 only) does not list and the SDK reads as a missing template."""
+    path = f"/api-ext/files/template/{TEMPLATE}/3d-texture/{page}"
+    response = send(client, tenant, "GET", path, {"jwt": True})
+    assert response.status_code == 403, response.get_data()[:300]
+    assert response.get_json()["message"].startswith("3D rendering")
+
+
 def test_the_calls_cover_every_declared_one(app: Flask) -> None:
     """Every entry of the table is sent above, and nothing else answers with its rule."""
     adapter = app.url_map.bind("localhost")
@@ -269,7 +281,7 @@ def test_each_is_in_the_reference_as_403(app: Flask) -> None:
     assert any(tag["name"] == "Not offered" for tag in spec["tags"])
     for call in NOT_OFFERED:
         path = "/api-ext" + call.path.replace("<draft_hash:draft_hash>", "{draft_hash}")
-        path = path.replace("<identifier>", "{identifier}").replace("<int:page>", "{page}")
+        path = path.replace("<identifier>", "{identifier}").replace("<page>", "{page}")
         for method in call.methods:
             operation = spec["paths"][path][method.lower()]
             assert operation["tags"] == ["Not offered"]

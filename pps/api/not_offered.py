@@ -73,7 +73,7 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
     NotOffered(
         _3D,
         ("GET",),
-        "/files/template/<identifier>/3d-texture/<int:page>",
+        "/files/template/<identifier>/3d-texture/<page>",
         "SDK src/Url/TemplateFiles.php threeDeeTexture",
         bearer=False,
     ),
