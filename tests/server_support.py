@@ -14,9 +14,11 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import urllib.request
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -254,3 +256,20 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             # start_new_session made the master the leader of its own group: its workers.
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+def png_bytes(width: int = 4, height: int = 3) -> bytes:
+    """A real (tiny, grey) PNG, built with zlib and struct only."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )

@@ -13,11 +13,9 @@ import http.client
 import json
 import os
 import secrets
-import struct
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
@@ -34,6 +32,7 @@ from server_support import (
     Server,
     follow_handoff,
     local_path,
+    png_bytes,
     raw_request,
     server_env,
     shop_token,
@@ -46,23 +45,6 @@ pytestmark = pytest.mark.slow
 DATA_KEYS = ["firstName", "lastName", "email"]
 CUSTOM_ATTRIBUTES = {"format": "A6", "paper": "matte"}
 SHOP_CALLBACK = "https://shop-a.example/checkout/cart/add?product=42&qty=1"
-
-
-def png_bytes(width: int = 4, height: int = 3) -> bytes:
-    """A real (tiny, grey) PNG, built with zlib and struct only."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
-    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
 
 
 PREVIEW_PNG = png_bytes()

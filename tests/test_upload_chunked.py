@@ -11,14 +11,13 @@ real gunicorn, since only a real socket carries a chunked body.
 from __future__ import annotations
 
 import json
-import struct
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from fault_support import PNG, Answer, RedisProcess, Service, multipart_field, serving
+from server_support import png_bytes
 
 from pps.platform.repository.sql import upgrade_database
 from pps.platform.repository.tables import uploads
@@ -49,21 +48,6 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Ser
             yield service, tmp_path / "instance" / "files"
     finally:
         redis_process.close()
-
-
-def grey_png(width: int = 4, height: int = 3) -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
 
 
 def api_upload(service: Service, image: bytes, *, chunked: bool) -> Answer:
@@ -147,7 +131,7 @@ def test_a_chunked_upload_over_the_limit_gets_pps_413_in_every_shape_and_stores_
 
 def test_a_chunked_upload_within_the_limit_is_stored(served: tuple[Service, Path]) -> None:
     service, files = served
-    answer = api_upload(service, grey_png(), chunked=True)
+    answer = api_upload(service, png_bytes(), chunked=True)
     assert answer.status == 201, answer.body[:300]
     assert json.loads(answer.body)["identifier"]
     rows, stored = stored_uploads(service, files)
