@@ -374,6 +374,37 @@ def test_rejection_needs_a_comment_and_closes_the_review(
     assert closed["reviewers"][1]["decision"] is None
 
 
+@pytest.mark.parametrize(("decision", "comment"), [("approve", "Fine\x00"), ("reject", "No\x00pe")])
+def test_a_comment_with_nul_is_the_form_again_with_422_on_every_database(
+    app: Flask,
+    client: FlaskClient,
+    api: ApiClient,
+    tenant: Client,
+    draft: Draft,
+    reviewer: User,
+    decision: str,
+    comment: str,
+) -> None:
+    """PostgreSQL's text holds no NUL: such a comment was a 500 there and stored on SQLite.
+    Now it is the form again (422) on both, and the review stays open without a decision."""
+    review_id = create(api, draft.draft_hash, [reviewer.identifier])
+    page = log_in_and_open(client, tenant, reviewer, review_id)
+    response = client.post(
+        f"/review/{review_id}",
+        data={
+            "csrf_token": csrf_of(page),
+            "version": version_of(page),
+            "decision": decision,
+            "comment": comment,
+        },
+    )
+    assert response.status_code == 422 and response.mimetype == "text/html"
+    assert "must not contain NUL characters" in response.get_data(as_text=True)
+    review = app.extensions["pps.reviews"].get(tenant.identifier, review_id)
+    assert review.state == "open"
+    assert [(r.decision, r.comment) for r in review.reviewers] == [(None, None)]
+
+
 def test_only_the_reviews_users_may_see_it(
     client: FlaskClient,
     api: ApiClient,

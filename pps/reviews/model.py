@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pps.platform.storable_text import text_problem
+
 __all__ = [
     "APPROVE",
     "APPROVED",
@@ -179,6 +181,12 @@ def decide(
             f"The comment must be at most {MAX_COMMENT} characters long.",
             "review.problem.comment_too_long",
             limit=MAX_COMMENT,
+        )
+    if text_problem(text) is not None:
+        # PostgreSQL's text holds no NUL: stored, such a comment failed there (and only there).
+        raise ReviewRuleBroken(
+            "The comment must be plain text: it must not contain NUL characters.",
+            "review.problem.comment_not_text",
         )
     if decision == REJECT and not text:
         raise ReviewRuleBroken(
