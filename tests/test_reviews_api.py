@@ -405,6 +405,32 @@ def test_a_comment_with_nul_is_the_form_again_with_422_on_every_database(
     assert [(r.decision, r.comment) for r in review.reviewers] == [(None, None)]
 
 
+@pytest.mark.parametrize("version", ["\u00b2", "\u0661", "1\x00", "x" * 20])
+def test_a_version_that_is_not_ascii_digits_is_a_stale_page(
+    app: Flask,
+    client: FlaskClient,
+    api: ApiClient,
+    tenant: Client,
+    draft: Draft,
+    reviewer: User,
+    version: str,
+) -> None:
+    """The form's version is the draft's as ASCII digits; anything else names no version
+    and gets the 409 of a stale page, on both databases: "²" (a digit to ``isdigit()``,
+    not to ``int()``) was a 500, and "\\u0661" (Arabic-Indic one) was read as version 1."""
+    review_id = create(api, draft.draft_hash, [reviewer.identifier])
+    page = log_in_and_open(client, tenant, reviewer, review_id)
+    assert version_of(page) == "1"
+    response = client.post(
+        f"/review/{review_id}",
+        data={"csrf_token": csrf_of(page), "version": version, "decision": "approve"},
+    )
+    assert response.status_code == 409 and response.mimetype == "text/html"
+    review = app.extensions["pps.reviews"].get(tenant.identifier, review_id)
+    assert review.state == "open"
+    assert [r.decision for r in review.reviewers] == [None]
+
+
 def test_only_the_reviews_users_may_see_it(
     client: FlaskClient,
     api: ApiClient,

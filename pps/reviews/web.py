@@ -120,7 +120,9 @@ def review_decide(review_id: str) -> Response:
     decision = request.form.get("decision", "")
     comment = request.form.get("comment", "")
     version_text = request.form.get("version", "")
-    version = int(version_text) if version_text.isdigit() and len(version_text) < 10 else -1
+    # ASCII digits only: "²" is a digit to isdigit() but not to int(), and "٢" would be 2.
+    digits = version_text.isascii() and version_text.isdigit() and len(version_text) < 10
+    version = int(version_text) if digits else -1
     review = visit.ctx.review
     try:
         _reviews().decide(
