@@ -547,6 +547,37 @@ def test_validation_errors_beside_fields_and_nothing_saved(
     assert stored(repo, tenant, draft) == draft
 
 
+@pytest.mark.parametrize("action", ["edit", "finish", "page/0.png"])
+def test_a_value_with_nul_is_refused_beside_its_field_as_autosave_refuses_it(
+    client: FlaskClient,
+    repo: SqlRepository,
+    tenant: Client,
+    user: User,
+    draft: Draft,
+    action: str,
+) -> None:
+    """Save, Finish and the live preview refuse a NUL in a value with a 422 naming the
+    field, as the autosave and the API do, on SQLite and PostgreSQL alike; before, the form
+    stored it (as JSON) while the autosave of the same text was refused."""
+    log_in(client, tenant, user)
+    _, token = open_editor(client, edit_url(draft))
+    response = client.post(
+        f"/editor/{draft.draft_hash}/{action}",
+        data=form(token, headline="Big\x00news", phone="123"),
+    )
+    message = "must be plain text: it must not contain NUL characters"
+    assert response.status_code == 422
+    if action == "page/0.png":  # the preview's script reads JSON
+        assert response.mimetype == "application/json"
+        assert response.get_json()["errors"] == {"headline": [message]}
+    else:
+        assert response.mimetype == "text/html"
+        page = response.get_data(as_text=True)
+        assert field_error(page, 0) == message
+        assert field_error(page, 2) == ""
+    assert stored(repo, tenant, draft) == draft
+
+
 def test_value_that_does_not_fit_its_box_is_refused(
     client: FlaskClient, repo: SqlRepository, tenant: Client, user: User, draft: Draft
 ) -> None:

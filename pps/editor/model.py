@@ -16,6 +16,7 @@ from pps.auth.callbacks import CALLBACK_PARAMS, vetted_callbacks
 from pps.auth.redirects import origin_of
 from pps.editor.inputs import field_label, input_attributes
 from pps.platform.models import Draft, Template
+from pps.platform.storable_text import text_problem
 from pps.render import Code, Field, Problem, TemplateSpec
 from pps.render.model import MAX_VALUE_LENGTH
 from pps.render.text import as_text
@@ -29,6 +30,7 @@ __all__ = [
     "field_views",
     "form_action_origins",
     "initial_values",
+    "not_text",
     "page_keys",
     "resolve_exits",
     "submitted_values",
@@ -108,6 +110,17 @@ def submitted_values(form: Mapping[str, str], fields: Iterable[Field]) -> dict[s
         if raw is not None:
             values[field.key] = raw.replace("\r\n", "\n").replace("\r", "\n")
     return values
+
+
+def not_text(values: Mapping[str, str]) -> dict[str, list[Problem]]:
+    """Problems for values with a NUL character (or a lone surrogate): the form refuses
+    them as the autosave and the API do, so a value reaches the draft the same way
+    whichever of them it came through (PostgreSQL's text holds no NUL)."""
+    return {
+        key: [Problem(Code.VALUE_NOT_TEXT)]
+        for key, value in values.items()
+        if text_problem(value) is not None
+    }
 
 
 def over_global_limit(values: Mapping[str, str]) -> dict[str, list[Problem]]:

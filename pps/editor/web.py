@@ -63,6 +63,7 @@ from pps.editor.model import (
     field_views,
     form_action_origins,
     initial_values,
+    not_text,
     over_global_limit,
     page_keys,
     remembered,
@@ -506,6 +507,7 @@ def _problems(ctx: EditorContext, values: dict[str, str]) -> dict[str, list[Prob
         errors.update(media_problems(ctx.draft, spec, values, request.form.get("variant")))
     spec_keys = set(ctx.spec.data_keys) if ctx.spec is not None else set()
     errors.update(over_global_limit({k: v for k, v in values.items() if k not in spec_keys}))
+    errors.update(not_text(values))  # the root of any other problem the value has
     return errors
 
 

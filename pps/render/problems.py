@@ -34,6 +34,7 @@ class Code(StrEnum):
     # A value for a DataKey (the editor, the API's draft files).
     VALUE_NOT_STRING = "value.not_string"
     VALUE_TOO_LONG = "value.too_long"
+    VALUE_NOT_TEXT = "value.not_text"
     VALUE_REQUIRED = "value.required"
     VALUE_MISSING_GLYPHS = "value.missing_glyphs"
     VALUE_TOO_WIDE = "value.too_wide"
