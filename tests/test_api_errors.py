@@ -865,6 +865,58 @@ def test_variable_data_offset_past_any_row_is_422(
     assert_error(response, 422, "offset")
 
 
+#: Every endpoint whose query parameters a schema reads.
+WITH_QUERY = [
+    "/api-ext/draft",
+    "/api-ext/template",
+    "/api-ext/variant",
+    "/api-ext/theme",
+    "/api-ext/webhook",
+    "/api-ext/draft/{draft}/variable-data",
+    "/api-ext/draft/{draft}/{usage}/page-info",
+]
+
+
+@pytest.mark.parametrize("path", WITH_QUERY)
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("user_identifier=@USER@%00", "user_identifier"),
+        ("userGroupIdentifier=%00", "userGroupIdentifier"),
+        ("page=1&per_page=5&unit=mm&note=a%00b", "note"),
+    ],
+)
+def test_a_nul_in_a_query_parameter_is_a_422_naming_it(
+    api: ApiClient, world: dict[str, str], path: str, query: str, field: str
+) -> None:
+    """As in a body: a NUL is refused with a 422 naming the parameter as sent, on every
+    database, rather than read as a filter that names nothing (an empty list)."""
+    target = url(path, world) + "?" + query.replace("@USER@", world["user"])
+    body = assert_error(api.get(target), 422, field)
+    assert "NUL" in body["errors"][field][0], body
+
+
+@pytest.mark.parametrize("path", WITH_QUERY)
+@pytest.mark.parametrize(
+    "query", ["user_identifier=%FF", "userGroupIdentifier=%ED%A0%80", "a%C0=1"]
+)
+def test_a_query_string_that_is_not_utf8_is_a_400(
+    api: ApiClient, world: dict[str, str], path: str, query: str
+) -> None:
+    """As a form body: Werkzeug read ``%FF`` as U+FFFD, so a list was filtered by a value
+    the client never sent; now the client hears of it."""
+    body = assert_error(api.get(url(path, world) + "?" + query), 400)
+    assert "query string is not valid UTF-8" in body["message"], body
+
+
+def test_a_draft_list_filtered_by_a_user_still_answers(
+    api: ApiClient, world: dict[str, str]
+) -> None:
+    listed = api.get(f"/api-ext/draft?user_identifier={world['user']}&page=1&per_page=5&x=%C3%A9")
+    assert listed.status_code == 200, listed.get_data()
+    assert [d["draftHash"] for d in listed.get_json()["data"]] == [world["draft"]]
+
+
 @pytest.mark.parametrize(
     "query",
     [

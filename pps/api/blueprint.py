@@ -24,7 +24,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 STATUS_DESCRIPTIONS = {
     400: (
         "Malformed request: the body is not valid JSON (a key given twice in one object "
-        "included), or a form body is not UTF-8."
+        "included), or a form body or the query string is not UTF-8."
     ),
     401: "Missing, unknown or invalid credentials.",
     403: "The credentials do not allow this.",
@@ -223,10 +223,11 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         return decorator
 
     def query(self, schema: Schema | type[Schema]) -> Callable[[F], F]:
-        """Query parameters validated by ``schema`` (422 per field)."""
+        """Query parameters validated by ``schema`` (422 per field; 400 when the query
+        string is not UTF-8)."""
         instance = schema() if isinstance(schema, type) else schema
         arguments = self.arguments(instance, location="query")
-        add_errors = self.errors(422)
+        add_errors = self.errors(400, 422)
 
         def decorator(func: F) -> F:
             return add_errors(arguments(func))  # type: ignore[no-any-return]

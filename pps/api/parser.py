@@ -198,11 +198,23 @@ def urlencoded_pairs(raw: bytes) -> list[tuple[str, str]]:
     word; either would store something the client did not send. ``parse_qsl`` with
     ``errors="strict"`` refuses both, so the client hears of it (400).
     """
+    return _strict_pairs(raw, "The form body")
+
+
+def query_pairs(raw: bytes) -> list[tuple[str, str]]:
+    """The parameters of a query string in the order sent, strictly UTF-8, as
+    :func:`urlencoded_pairs` reads a form: Werkzeug's ``request.args`` puts U+FFFD where an
+    escape is not UTF-8 (``%FF``), so a list filtered by it answered for a value the client
+    never sent. 400 instead."""
+    return _strict_pairs(raw, "The query string")
+
+
+def _strict_pairs(raw: bytes, what: str) -> list[tuple[str, str]]:
     try:
         pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict")
     except (UnicodeDecodeError, ValueError):
         raise BadRequest(
-            "The form body is not valid UTF-8 (after percent-decoding); "
+            f"{what} is not valid UTF-8 (after percent-decoding); "
             "a lone UTF-16 surrogate cannot be encoded either."
         ) from None
     return pairs
@@ -364,8 +376,14 @@ class PpsParser(FlaskParser):
 
     def load_querystring(self, req: flask.Request, schema: ma.Schema) -> dict[str, Any]:
         """Query parameters with folded names (``per_page`` is ``perPage``); the first
-        value of a repeated name counts."""
-        return fold_names(dict(req.args.items()))
+        value of a repeated name counts. Read strictly (:func:`query_pairs`) and checked
+        as bodies are (:func:`check_storable`): a NUL in a filter is a 422 naming it, as in
+        a body, not an empty list as if it named an unknown record."""
+        params: dict[str, str] = {}
+        for name, value in query_pairs(req.query_string):
+            params.setdefault(name, value)
+        check_storable(params)
+        return fold_names(params)
 
     @staticmethod
     def _lists_where_wanted(data: dict[str, Any], schema: ma.Schema) -> dict[str, Any]:
