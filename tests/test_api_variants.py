@@ -139,6 +139,31 @@ def test_bad_variants_are_reported_with_their_paths() -> None:
         assert path in text, path
 
 
+@pytest.mark.parametrize("key", ["\u00b2", "\u0661", "1" * 5000, "+1", " 1"])
+def test_a_background_page_that_is_not_ascii_digits_is_reported_with_its_path(key: str) -> None:
+    """A page index of a variant's backgrounds is read from ASCII digits only: "²" (a
+    digit to ``isdigit()``, not to ``int()``) and 5000 digits (more than ``int()`` reads)
+    were tracebacks of ``pps template import``; the Arabic-Indic one was page 1."""
+    data = {
+        "name": "X",
+        "size": {"width": 50, "height": 50},
+        "pages": [{"elements": []}, {"elements": []}],
+        "variants": [
+            {
+                "id": 1,
+                "identifier": "a",
+                "name": "A",
+                "thumbnail": {"color": "#000000"},
+                "backgrounds": {key: {"color": "#ffffff"}},
+            }
+        ],
+    }
+    with pytest.raises(SpecError) as raised:
+        parse_spec(data)
+    assert "variants[0].backgrounds." in str(raised.value)
+    assert "must be a page index from 0 to 1" in str(raised.value)
+
+
 # -- lists and the template's variants ---------------------------------------------------------
 
 

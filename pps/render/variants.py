@@ -142,6 +142,19 @@ def parse_themes(
     return tuple(themes)
 
 
+def _page_index(key: object, page_count: int) -> bool:
+    """Whether ``key`` is a page index in ASCII digits. ``"\u00b2"`` is a digit to
+    ``isdigit()`` but not to ``int()``, and ``int()`` refuses a string of thousands of
+    digits: both made the import fail with a traceback; ``"\u0661"`` was read as page 1."""
+    return (
+        isinstance(key, str)
+        and key.isascii()
+        and key.isdigit()
+        and len(key) <= len(str(page_count))
+        and int(key) < page_count
+    )
+
+
 def _variant(
     c: Reader,
     raw: Any,
@@ -168,7 +181,7 @@ def _variant(
     else:
         for key, value in raw_backgrounds.items():
             where = f"{path}.backgrounds.{key}"
-            if not (isinstance(key, str) and key.isdigit() and int(key) < page_count):
+            if not _page_index(key, page_count):
                 c.error(where, Code.SPEC_PAGE_INDEX, last=page_count - 1, got=shown(key))
                 continue
             parsed = background(c, value, where)
