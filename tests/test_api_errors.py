@@ -855,6 +855,25 @@ def test_variable_data_row_indexes_no_row_can_have_are_422(
     assert api.get(path).get_json()["data"] == [{"name": "Ada"}]
 
 
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("/api-ext/draft/{draft}/variable-data", "limit"),
+        ("/api-ext/draft/{draft}/variable-data", "offset"),
+        ("/api-ext/draft/{draft}/{usage}/page-info", "row"),
+    ],
+)
+@pytest.mark.parametrize("value", ["%D9%A1", "1_0", "%201%20", "%C2%B2"])
+def test_row_numbers_in_the_query_are_ascii_digits(
+    api: ApiClient, world: dict[str, str], path: str, name: str, value: str
+) -> None:
+    """``limit``, ``offset`` and ``row`` are read as ``page`` is: ASCII digits only. Before,
+    ``int()`` read the Arabic-Indic one as 1, ``1_0`` as 10 and `` 1 `` as 1."""
+    response = api.get(url(path, world) + f"?{name}={value}")
+    body = assert_error(response, 422, name)
+    assert body["errors"][name] == ["Not a valid integer."], body
+
+
 @pytest.mark.parametrize("offset", ["9223372036854775808", "99999999999999999999"])
 def test_variable_data_offset_past_any_row_is_422(
     api: ApiClient, world: dict[str, str], offset: str

@@ -8,6 +8,7 @@ from flask import Response, jsonify, request
 from marshmallow import Schema, fields, validate
 
 from pps.api import bp, current_client, resource, services
+from pps.api.schemas import QueryNumber
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.platform import strict_json
 from pps.platform.errors import NotFound, ValidationFailed
@@ -51,12 +52,12 @@ def _draft_and_template(draft_hash: str) -> tuple[Draft, Template]:
 
 
 class RowsArgs(Schema):
-    limit = fields.Integer(
+    limit = QueryNumber(
         load_default=DEFAULT_LIMIT,
         validate=validate.Range(min=1, max=MAX_LIMIT),
         metadata={"description": f"Rows to answer, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})."},
     )
-    offset = fields.Integer(
+    offset = QueryNumber(
         load_default=0,
         validate=validate.Range(min=0, max=MAX_ROW_INDEX),
         metadata={
@@ -251,7 +252,7 @@ def replace_rows(data: dict[str, Any], draft_hash: str) -> Response:
 
 
 class PageInfoArgs(Schema):
-    row = fields.Integer(
+    row = QueryNumber(
         load_default=None,
         validate=validate.Range(min=1),
         metadata={"description": "A record (variable-data row), counted from 1."},
