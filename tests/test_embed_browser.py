@@ -838,3 +838,81 @@ def test_image_object_messages_from_a_foreign_origin_are_ignored(page: Any, shop
     # The shop itself still gets its answers.
     found = call(page, "return (await editor.findEditorObjects({ type: 'asset' })).length;")
     assert found == {"ok": True, "result": 1}
+
+
+# -- pps's own message when it refuses a save or finish ------------------------------------
+
+#: A call of the shop's page, settled: what the shop's code sees of a refusal.
+SETTLED = """(script) => new Function("editor", "return " + script)(window.editor).then(
+  () => null,
+  (error) => ({
+    name: error.name, code: error.code, message: error.message, retryAfter: error.retryAfter,
+  })
+)"""
+
+
+def test_finish_of_a_draft_the_shop_locked_reports_pps_message(page: Any, shop: Shop) -> None:
+    """A PpsError of the form's view (here the shop's lock) reaches the shop in pps's words,
+    not as the status text of the HTML error page."""
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    draft_hash = shop.drafts[-1]
+    shop.api("PUT", f"/api-ext/draft/{draft_hash}", {"locked": True})  # after the page loaded
+    refused = page.evaluate(SETTLED, "editor.finish()")
+    assert refused == {
+        "name": "EditorError",
+        "code": "http-409",
+        "message": "The shop has locked this design: it can be looked at but no longer changed. "
+        "Nothing was saved.",
+        "retryAfter": None,
+    }
+    assert draft(shop, draft_hash)["state"] != "finished"
+
+
+def test_finish_over_the_save_limit_reports_pps_message_and_retry_after(
+    page: Any, shop: Shop
+) -> None:
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    draft_hash = shop.drafts[-1]
+    # The customer's own posts of the form (as the no-JavaScript Save sends them), a burst.
+    editor_frame(page).evaluate(
+        """async () => {
+          const form = document.getElementById("editor-form");
+          const posts = [];
+          for (let i = 0; i < 12; i += 1) {
+            const body = new URLSearchParams(new FormData(form));
+            body.set("action", "save");
+            posts.push(fetch(form.getAttribute("action"), {
+              method: "POST", body: body, credentials: "same-origin", redirect: "manual",
+            }));
+          }
+          await Promise.all(posts);
+        }"""
+    )
+    refused = page.evaluate(SETTLED, "editor.finish()")
+    assert refused["code"] == "http-429", refused
+    assert refused["message"] == "Too many saves in a short time; wait a moment and save again."
+    assert isinstance(refused["retryAfter"], int) and refused["retryAfter"] > 0
+    assert draft(shop, draft_hash)["state"] != "finished"
+
+
+def test_save_on_a_draft_changed_elsewhere_reports_pps_message(page: Any, shop: Shop) -> None:
+    """The autosave's 409 conflict reaches the shop with pps's message, not "conflict"."""
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    draft_hash = shop.drafts[-1]
+    shop.api("PUT", f"/api-ext/draft/{draft_hash}", {"apiDefaultValues": {"city": "Paris"}})
+    page.evaluate("window.editor.getFormEditor().update('recipientName', 'Grace Hopper')")
+    refused = page.evaluate(SETTLED, "editor.save()")
+    conflict_text = editor_frame(page).locator("#autosave-conflict-text").inner_text()
+    assert refused == {
+        "name": "EditorError",
+        "code": "http-409",
+        "message": conflict_text,
+        "retryAfter": None,
+    }
+    assert "changed" in conflict_text

@@ -238,7 +238,7 @@
         saveTimer = null;
       }
       if (conflict) {
-        return Promise.reject(new Error("conflict"));
+        return Promise.reject(refused(409, conflictText.textContent, 0));
       }
       if (inFlight) {
         return inFlight.then(save, save);
@@ -282,15 +282,25 @@
       }
       if (answer.status === 409 && body.conflict) {
         showConflict(body);
-        throw new Error("conflict");
+        throw refused(409, conflictText.textContent, 0);
       }
       var reason = body.message || answer.status + " " + answer.response.statusText;
+      var retryAfter = parseInt(answer.response.headers.get("Retry-After") || "0", 10) || 0;
       setState("failed", reason);
       if (answer.status === 429 || answer.status >= 500) {
-        retryLater(parseInt(answer.response.headers.get("Retry-After") || "0", 10) || 0);
+        retryLater(retryAfter);
       }
       // 4xx: the next change tries again (a 422 names the fields through the live preview).
-      throw new Error(reason);
+      throw refused(answer.status, reason, retryAfter);
+    }
+
+    // A save pps refused, as the embed bridge reports it to the shop (docs/embedding.md):
+    // the code of the bridge's own form posts, pps's message, and its Retry-After.
+    function refused(status, message, retryAfter) {
+      var error = new Error(message);
+      error.code = status === 422 ? "invalid" : "http-" + status;
+      error.retryAfter = retryAfter > 0 ? retryAfter : null;
+      return error;
     }
 
     function changed() {

@@ -48,11 +48,17 @@ function emit(name, data) {
 }
 
 class BridgeError extends Error {
-  constructor(code, message) {
+  constructor(code, message, retryAfter) {
     super(message);
     this.code = code;
+    /** Seconds pps asked to wait (its Retry-After), else null. */
+    this.retryAfter = retryAfter == null ? null : retryAfter;
   }
 }
+
+/** What the form's posts accept: pps's errors as JSON (its `message`, errors.wants_json),
+ *  while the answers that are pages (the edit page after a save) stay pages. */
+const FORM_ACCEPT = "application/json, text/html;q=0.9";
 
 // -- the page's DOM hooks -------------------------------------------------------------------
 
@@ -181,6 +187,7 @@ function updatePagePreview(pageNumber) {
 }
 
 function problem(response) {
+  const retryAfter = parseInt(response.headers.get("Retry-After") || "", 10);
   return response
     .json()
     .catch(() => ({}))
@@ -189,7 +196,8 @@ function problem(response) {
       const message = [body.message, general].filter(Boolean).join(" ");
       throw new BridgeError(
         response.status === 422 ? "invalid" : "http-" + response.status,
-        message || response.status + " " + response.statusText
+        message || response.status + " " + response.statusText,
+        retryAfter > 0 ? retryAfter : null
       );
     });
 }
@@ -300,6 +308,7 @@ function save() {
     method: "POST",
     body: formBody("save"),
     credentials: "same-origin",
+    headers: { Accept: FORM_ACCEPT },
   }).then((response) => {
     if (!response.ok) {
       return problem(response);
@@ -362,7 +371,13 @@ function finish() {
   const body = finishBody();
   // The answer is a redirect to the shop's callback: the shop's page decides where to go,
   // so it is not followed here (an opaque redirect means the draft is finished).
-  return fetch(url, { method: "POST", body: body, credentials: "same-origin", redirect: "manual" }).then(
+  return fetch(url, {
+    method: "POST",
+    body: body,
+    credentials: "same-origin",
+    redirect: "manual",
+    headers: { Accept: FORM_ACCEPT },
+  }).then(
     (response) => {
       if (response.type !== "opaqueredirect" && !response.ok) {
         return problem(response);
@@ -550,16 +565,16 @@ function answer(id, work) {
   }
   promise.then(
     (result) => post({ kind: "response", id: id, ok: true, result: result === undefined ? null : result }),
-    (error) =>
-      post({
-        kind: "response",
-        id: id,
-        ok: false,
-        error: {
-          code: (error && error.code) || "failed",
-          message: String((error && error.message) || error),
-        },
-      })
+    (error) => {
+      const refusal = {
+        code: (error && error.code) || "failed",
+        message: String((error && error.message) || error),
+      };
+      if (error && typeof error.retryAfter === "number") {
+        refusal.retryAfter = error.retryAfter;
+      }
+      post({ kind: "response", id: id, ok: false, error: refusal });
+    }
   );
 }
 

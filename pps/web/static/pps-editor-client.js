@@ -38,12 +38,14 @@ const EVENT_NAMES = {
   finished: Events.EDITOR_FINISHED,
 };
 
-/** A request the editor refused; ``code`` names why (docs/embedding.md). */
+/** A request the editor refused; ``code`` names why, ``retryAfter`` the seconds pps asked
+ *  to wait (its Retry-After, on a 429 or 503), else null (docs/embedding.md). */
 export class EditorError extends Error {
-  constructor(code, message) {
+  constructor(code, message, retryAfter) {
     super(message);
     this.name = "EditorError";
     this.code = code;
+    this.retryAfter = typeof retryAfter === "number" ? retryAfter : null;
   }
 }
 
@@ -269,7 +271,7 @@ class Channel {
         if (data.ok) {
           waiting.resolve(data.result);
         } else {
-          waiting.reject(new EditorError(data.error.code, data.error.message));
+          waiting.reject(new EditorError(data.error.code, data.error.message, data.error.retryAfter));
         }
       }
     } else if (data.kind === "event" && Object.prototype.hasOwnProperty.call(EVENT_NAMES, data.name)) {
