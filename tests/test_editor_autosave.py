@@ -343,6 +343,70 @@ def test_a_stale_form_gets_a_conflict_page_and_saving_again_overwrites(
     assert stored(repo, tenant, draft).values["headline"] == "Mine"
 
 
+#: What the embed bridge's form posts accept: pps's refusals as JSON, its pages as pages.
+BRIDGE_ACCEPT = {"Accept": "application/json, text/html;q=0.9"}
+
+
+def test_a_form_post_asking_for_json_first_gets_its_refusals_as_json(
+    client: FlaskClient, api: Any, repo: SqlRepository, tenant: Client, user: User, draft: Draft
+) -> None:
+    """The embed bridge reports pps's message to the shop: the form's own refusals (a stale
+    page, values the template refuses) answer such a post in JSON, as the autosave does."""
+    page, token = opened(client, tenant, user, draft)
+    loaded = base_version(page)
+    refused = client.post(
+        edit_url(draft),
+        data={**form(token, headline="", phone="x" * 31), "base_version": str(loaded)},
+        headers=BRIDGE_ACCEPT,
+    )
+    assert refused.status_code == 422
+    body = refused.get_json()
+    assert body["message"] == "Please correct the marked fields. Nothing was saved."
+    assert body["fields"]["f-0"] == ["is required"]
+
+    api.put(f"/api-ext/draft/{draft.draft_hash}", json={"apiDefaultValues": {"headline": "Theirs"}})
+    before = snapshot(repo)
+    current = stored(repo, tenant, draft).version
+    data = {**form(token, headline="Mine"), "base_version": str(loaded)}
+    for action in ("edit", "finish"):
+        response = client.post(
+            f"/editor/{draft.draft_hash}/{action}", data=data, headers=BRIDGE_ACCEPT
+        )
+        assert response.status_code == 409, action
+        assert response.headers["Cache-Control"] == "no-store"
+        assert response.get_json() == {
+            "success": False,
+            "conflict": True,
+            "message": (
+                "This design was changed elsewhere (by the shop or in another window) since you "
+                "opened it, so your latest changes are not saved yet. Reload to see the other "
+                "changes, or keep yours and replace them."
+            ),
+            "currentVersion": current,
+        }
+    assert snapshot(repo) == before
+
+    pps_cli(client.application, "proof-approval", tenant.identifier, "--required")
+    unapproved = client.post(
+        f"/editor/{draft.draft_hash}/finish",
+        data={**data, "base_version": str(current)},
+        headers=BRIDGE_ACCEPT,
+    )
+    assert unapproved.status_code == 422
+    assert unapproved.get_json() == {
+        "success": False,
+        "message": "Please confirm that you have checked the proof. Nothing was finished.",
+    }
+    assert snapshot(repo) == before
+
+    # A successful save still answers as the page expects: the redirect to the edit step.
+    saved = client.post(
+        edit_url(draft), data={**data, "base_version": str(current)}, headers=BRIDGE_ACCEPT
+    )
+    assert saved.status_code == 303
+    assert stored(repo, tenant, draft).values["headline"] == "Mine"
+
+
 def test_a_form_without_base_version_is_not_checked_and_a_bad_one_is_refused(
     client: FlaskClient, repo: SqlRepository, tenant: Client, user: User, draft: Draft
 ) -> None:

@@ -916,3 +916,37 @@ def test_save_on_a_draft_changed_elsewhere_reports_pps_message(page: Any, shop: 
         "retryAfter": None,
     }
     assert "changed" in conflict_text
+
+
+def test_finish_of_a_draft_changed_elsewhere_or_with_refused_values_reports_pps_message(
+    page: Any, shop: Shop
+) -> None:
+    """The form's own refusals (a stale page, values the template refuses) reach the shop
+    in pps's words too, and the draft is not finished."""
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    draft_hash = shop.drafts[-1]
+    frame = editor_frame(page)
+    # A value too long for its box, set in the form without the autosave seeing it.
+    frame.locator("[name='v:recipientName']").evaluate(
+        "(input) => { input.value = 'W'.repeat(400); }"
+    )
+    invalid = page.evaluate(SETTLED, "editor.finish()")
+    assert invalid["code"] == "invalid", invalid
+    assert invalid["message"].startswith("Please correct the marked fields. Nothing was saved.")
+
+    frame.locator("[name='v:recipientName']").evaluate("(input) => { input.value = 'Grace'; }")
+    shop.api("PUT", f"/api-ext/draft/{draft_hash}", {"apiDefaultValues": {"city": "Paris"}})
+    stale = page.evaluate(SETTLED, "editor.finish()")
+    assert stale == {
+        "name": "EditorError",
+        "code": "http-409",
+        "message": "This design was changed elsewhere (by the shop or in another window) since "
+        "you opened it, so your latest changes are not saved yet. Reload to see the other "
+        "changes, or keep yours and replace them.",
+        "retryAfter": None,
+    }
+    stored = draft(shop, draft_hash)
+    assert stored["state"] != "finished"
+    assert stored["apiDefaultValues"]["city"] == "Paris"

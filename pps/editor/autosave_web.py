@@ -33,6 +33,7 @@ from pps.editor.web import (
     _problem_json,
     _problems,
     _save,
+    conflict_json,
 )
 from pps.platform import strict_json
 from pps.platform.errors import (
@@ -90,7 +91,7 @@ def _autosave(draft_hash: str) -> Response:
     if body is None:
         raise ValidationFailed("The autosave body is not as documented.", errors=problems)
     if body.base_version != ctx.draft.version:
-        return _conflict(ctx, ctx.draft.version)
+        return conflict_json(ctx, ctx.draft.version)
     known = {field.key for field in ctx.fields}
     submitted = {key: value for key, value in body.values.items() if key in known}
     errors = _problems(ctx, {**ctx.shown_values, **submitted})
@@ -101,7 +102,7 @@ def _autosave(draft_hash: str) -> Response:
     try:
         draft = _save(ctx, submitted, state="edited", base=body.base_version)
     except VersionConflict as exc:  # changed between the check above and the write
-        return _conflict(ctx, exc.current)
+        return conflict_json(ctx, exc.current)
     return _saved(draft.version, draft.state, changed=True)
 
 
@@ -114,19 +115,5 @@ def _throttle(ctx: EditorContext) -> None:
 
 def _saved(version: int, state: str, *, changed: bool) -> Response:
     response = jsonify({"success": True, "version": version, "state": state, "changed": changed})
-    response.headers["Cache-Control"] = "no-store"
-    return response
-
-
-def _conflict(ctx: EditorContext, current: int) -> Response:
-    response = jsonify(
-        {
-            "success": False,
-            "conflict": True,
-            "message": ctx.t("autosave.conflict"),
-            "currentVersion": current,
-        }
-    )
-    response.status_code = 409
     response.headers["Cache-Control"] = "no-store"
     return response

@@ -103,6 +103,7 @@ from pps.render import (
 from pps.render.problems import Code, english
 from pps.web import bp
 from pps.web.common import bodiless_redirect, services
+from pps.web.errors import wants_json
 from pps.web.i18n import LANGUAGE_NAMES, LOCALES, Translator, normalize_locale
 from pps.webhooks.events import DRAFT_FINISHED, DRAFT_UPDATED, draft_payload, emit
 
@@ -534,6 +535,8 @@ def _save_form(
     if base is not None and base != ctx.draft.version:  # before the proof's approval
         return _conflict_page(ctx, submitted)
     if state == "finished" and not approved and proof_required(ctx.client.identifier):
+        if wants_json():
+            return _refused_json(ctx.t("proof.not_confirmed"), status=422)
         return _page(ctx, "proof", values=ctx.shown_values, errors={}, status=422, proof_error=True)
     saved = save_form_values(ctx, submitted, base=base, state=state, approved=approved)
     return saved if isinstance(saved, Response) else (ctx, saved)
@@ -557,6 +560,8 @@ def save_form_values(
     values = {**ctx.shown_values, **submitted}
     errors = _problems(ctx, values)
     if errors:
+        if wants_json():
+            return _problem_json(ctx, errors)
         return _page(ctx, "edit", values=values, errors=errors, status=422)
     try:
         return _save(ctx, submitted, state=state, base=base, approved=approved)
@@ -581,7 +586,10 @@ def proof_required(client: str) -> bool:
 def _conflict_page(ctx: EditorContext, submitted: dict[str, str]) -> Response:
     """``409``: the draft changed since the page was loaded; nothing was saved. A form with
     values shows them again on the current version, so saving again is an explicit "keep
-    mine"; a finish without values shows the current proof to check again."""
+    mine"; a finish without values shows the current proof to check again. A script that
+    asks for JSON first (the embed bridge) gets the autosave's conflict answer."""
+    if wants_json():
+        return conflict_json(ctx, ctx.draft.version)
     if submitted:
         values = {**ctx.shown_values, **submitted}
         return _page(ctx, "edit", values=values, errors={}, status=409, conflict=True)
@@ -772,6 +780,30 @@ def _problem_json(ctx: EditorContext, errors: dict[str, list[Problem]]) -> Respo
         }
     )
     response.status_code = 422
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def conflict_json(ctx: EditorContext, current: int) -> Response:
+    """409 for a script (the autosave, the embed bridge's form posts): the draft is at
+    ``current``, not at the version the page showed; nothing was saved."""
+    response = jsonify(
+        {
+            "success": False,
+            "conflict": True,
+            "message": ctx.t("autosave.conflict"),
+            "currentVersion": current,
+        }
+    )
+    response.status_code = 409
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _refused_json(message: str, *, status: int) -> Response:
+    """A refusal of the form's post for a script that asked for JSON: ``message`` only."""
+    response = jsonify({"success": False, "message": message})
+    response.status_code = status
     response.headers["Cache-Control"] = "no-store"
     return response
 

@@ -70,7 +70,11 @@ a message beside each field, and nothing is saved. Saving sets the draft's state
 another version now (changed through the API or in another window) the answer is `409` with
 the form showing the sent values on the current version and nothing is saved; sending that
 form again overwrites (a form without `base_version` is not checked). `action=proof` saves,
-then `303` to the proof step.
+then `303` to the proof step. A script that ranks `application/json` above `text/html` in
+`Accept` (the embed bridge: `application/json, text/html;q=0.9`) gets every refusal as JSON
+with `message`: the `422` as the live preview's (`fields`, `general`), the `409` as the
+autosave's (`conflict`, `currentVersion`), errors with their `Retry-After`; successful
+answers stay the same.
 """
 
 EDITOR_FINISH = """\
@@ -78,7 +82,8 @@ Finish personalizing: with `csrf_token` and optionally the form's `v:<DataKey>` 
 (saved first, checked as for saving). The draft's state becomes `finished` and the browser
 is sent (`303`) to the decoded `callback`, unchanged. When no callback may be followed the
 answer is `303` to the preview step. Errors as for saving (`409` with `base_version` of an
-older version: the current proof again). `proof_approved=1` (the proof step's checkbox)
+older version: the current proof again; JSON for a script that asks for it first, as for
+saving). `proof_approved=1` (the proof step's checkbox)
 records the approval on the draft (`proofApprovedAt`, `proofApprovedVersion`); when the
 client requires it (`pps client proof-approval <id> --required`) finishing without it is a
 `422` with the proof again, and nothing changes.
