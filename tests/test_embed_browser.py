@@ -10,7 +10,9 @@ the client did not allow. Flows:
 * the shop's server calls ``/auth`` (no redirects followed) and frames the ``Location`` it
   got, in a browser that never saw ``/auth`` (the login handoff);
 * a page on an origin the client did not allow cannot frame the editor;
-* postMessages from a foreign origin are ignored by both sides.
+* postMessages from a foreign origin are ignored by both sides;
+* a save() or finish() pps refuses (a locked or stale draft, refused values, the save
+  limit, a hung Redis on a pps of its own) reaches the shop with pps's message.
 
 Without Chromium or Playwright the tests are skipped locally and fail when ``CI`` is set.
 """
@@ -18,6 +20,7 @@ Without Chromium or Playwright the tests are skipped locally and fail when ``CI`
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import threading
@@ -33,8 +36,9 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 from conftest import free_port
+from fault_support import RedisProcess
 from PIL import Image
-from server_support import ROOT, Server, api_json, shop_token
+from server_support import ROOT, Server, api_json, served, shop_token
 from test_browser import HtmlHandler, chromium, pps_server
 from test_browser_media import red_pixels
 
@@ -181,6 +185,14 @@ class ShopHandler(HtmlHandler):
 
 @pytest.fixture(scope="module")
 def shop(pps_server: Server) -> Iterator[Shop]:
+    with shop_of(pps_server) as state:
+        yield state
+
+
+@contextlib.contextmanager
+def shop_of(pps_server: Server) -> Iterator[Shop]:
+    """A client of ``pps_server`` allowing the shop's origin, its templates, and the shop's
+    and the stranger's pages served on localhost."""
     shop_port, stranger_port = free_port(), free_port()
     origin = f"http://localhost:{shop_port}"
     created = pps_server.pps(
@@ -950,3 +962,45 @@ def test_finish_of_a_draft_changed_elsewhere_or_with_refused_values_reports_pps_
     stored = draft(shop, draft_hash)
     assert stored["state"] != "finished"
     assert stored["apiDefaultValues"]["city"] == "Paris"
+
+
+@pytest.fixture(scope="module")
+def frail(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Shop, RedisProcess]]:
+    """A shop on a pps of its own, whose private Redis a test may hang (SIGSTOP)."""
+    tmp = tmp_path_factory.mktemp("embed-outage")
+    redis_process = RedisProcess(tmp)
+    try:
+        with (
+            served(
+                tmp, redis_process.url, PPS_WORKERS="1", PPS_THREADS="8", PPS_ACCESS_LOG=""
+            ) as server,
+            shop_of(server) as state,
+        ):
+            yield state, redis_process
+    finally:
+        redis_process.close()
+
+
+def test_save_and_finish_while_redis_hangs_report_pps_message_and_retry_after(
+    page: Any, frail: tuple[Shop, RedisProcess]
+) -> None:
+    """The 503 of pps's error handler (a hung Redis) reaches the shop as pps's message with
+    its Retry-After, for the autosave's save() and the bridge's own finish() alike."""
+    shop, redis_process = frail
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    draft_hash = shop.drafts[-1]
+    page.evaluate("window.editor.getFormEditor().update('recipientName', 'Grace Hopper')")
+    redis_process.freeze()
+    try:
+        refusals = [page.evaluate(SETTLED, call) for call in ("editor.save()", "editor.finish()")]
+    finally:
+        redis_process.thaw()
+    for refused in refusals:
+        assert refused["name"] == "EditorError", refused
+        assert refused["code"] == "http-503", refused
+        assert "unavailable" in refused["message"], refused
+        assert "SERVICE UNAVAILABLE" not in refused["message"], refused
+        assert isinstance(refused["retryAfter"], int) and refused["retryAfter"] > 0, refused
+    assert draft(shop, draft_hash)["state"] != "finished"
