@@ -361,3 +361,46 @@ def test_nginx_error_pages_say_success_false() -> None:
     for _, body in answers:
         parsed = json.loads(body)
         assert parsed["success"] is False and parsed["message"]
+
+
+@pytest.mark.parametrize("spelling", [0, 1, 0.0, 1.0, "0", "1", "true", "false", ""])
+def test_json_flags_are_true_or_false_only(
+    api: Any, user: User, template: Template, spelling: Any
+) -> None:
+    """The SDK's ``DraftBuilder``, ``Draft\\Client::claim`` and ``Review\\Client::create`` send
+    PHP bools through Guzzle's ``json``: JSON ``true``/``false``, as /openapi.json says
+    (``type: boolean``). A number or a string in JSON is a 422 naming the field, not a
+    flag set by what marshmallow makes of it; forms keep PHP's ``"0"``/``"1"``."""
+    created = api.post("/api-ext/draft", json=minimal_builder_body(user, template))
+    hash_ = created.get_json()["data"]["draftHash"]
+    flags = {"locked": spelling, "disablePreflight": spelling, "remoteAcl": spelling}
+    response = api.post(f"/api-ext/draft/{hash_}/replicate", json=flags)
+    assert set(assert_error(response, 422)["errors"]) == set(flags)
+    response = api.put(f"/api-ext/draft/{hash_}", json={"locked": spelling})
+    assert set(assert_error(response, 422)["errors"]) == {"locked"}
+    claim = {"user_identifier": user.identifier, "drafts": [hash_], "dryRun": spelling}
+    assert set(assert_error(api.post("/api-ext/draft/claim", json=claim), 422)["errors"]) == {
+        "dryRun"
+    }
+
+
+@pytest.mark.parametrize(
+    ("spelling", "stored"), [("1", True), ("0", False), ("true", True), ("false", False)]
+)
+def test_form_flags_keep_their_string_spellings(
+    api: Any, user: User, template: Template, spelling: str, stored: bool
+) -> None:
+    """``http_build_query`` writes true as ``1`` and false as ``0``; forms read them as before."""
+    created = api.post("/api-ext/draft", json=minimal_builder_body(user, template))
+    hash_ = created.get_json()["data"]["draftHash"]
+    flags = {"locked": spelling, "disablePreflight": spelling, "remoteAcl": spelling}
+    response = api.post(f"/api-ext/draft/{hash_}/replicate", data=flags)
+    assert response.status_code == 200, response.get_data()
+    data = response.get_json()["data"]
+    assert (data["disablePreflight"], data["remoteAcl"]) == (stored, stored)
+    response = api.put(f"/api-ext/draft/{hash_}", data={"locked": spelling})
+    assert response.status_code == 200, response.get_data()
+    assert response.get_json()["data"]["locked"] is stored
+    claim = {"user_identifier": user.identifier, "drafts": [hash_], "dryRun": spelling}
+    response = api.post("/api-ext/draft/claim", data=claim)
+    assert response.status_code == 200, response.get_data()

@@ -390,7 +390,13 @@ class PpsParser(FlaskParser):
         """A form key sent once is a list of one where the schema declares a list, and a
         key repeated without brackets is its last value where the schema declares one value.
         A PHP array (``a[]=x``, ``a[0]=x``) stays as sent: for a single value it is a 422,
-        as the same list sent as JSON would be, rather than a value picked from it."""
+        as the same list sent as JSON would be, rather than a value picked from it.
+
+        Where the schema declares a boolean, the text spellings of marshmallow's Boolean
+        (``http_build_query`` writes PHP's true as ``1`` and false as ``0``) are read into a
+        bool here: a form has nothing else, while JSON has ``true`` and ``false`` and the
+        field takes only those (:class:`pps.api.schemas.Flag`). Other text stays as sent,
+        for the field to refuse."""
         for name, value in data.items():
             field = schema.fields.get(camel_case(name))
             wants_list = isinstance(field, ma.fields.List)
@@ -402,7 +408,12 @@ class PpsParser(FlaskParser):
                 and not wants_list
                 and not isinstance(field, ma.fields.Dict)
             ):
-                data[name] = value[-1]
+                data[name] = value = value[-1]
+            if isinstance(field, ma.fields.Boolean) and isinstance(value, str):
+                if value in field.truthy:
+                    data[name] = True
+                elif value in field.falsy:
+                    data[name] = False
         return data
 
     def handle_error(

@@ -81,6 +81,18 @@ class JsonObjectField(fields.Dict):
         return super().deserialize(value, attr, data, **kwargs)
 
 
+class Flag(fields.Boolean):
+    """A yes/no input: JSON ``true`` or ``false`` only, as ``type: boolean`` documents it (the
+    SDK sends PHP bools through Guzzle's ``json``). marshmallow's Boolean also takes ``0``,
+    ``1.0`` or ``"yes"``; a form's text spellings (PHP's ``"0"``/``"1"``) are read into bools
+    by the body loader (:meth:`pps.api.parser.PpsParser.load_php`) before they get here."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return value
+
+
 class Input(Schema):
     """Inputs ignore fields they do not know: clients of the reference product send extras."""
 
@@ -287,7 +299,7 @@ class DraftOptionsInput(Input):
     ``availableVariantVersions`` and ``theme`` belong to user groups and variants.
     """
 
-    locked = fields.Boolean(
+    locked = Flag(
         allow_none=True,
         metadata={
             "description": "The editor shows the draft read-only and refuses saves (a `409` "
@@ -295,11 +307,11 @@ class DraftOptionsInput(Input):
             "binds the customer, and the shop lifts it with `locked: false`."
         },
     )
-    disablePreflight = fields.Boolean(
+    disablePreflight = Flag(
         allow_none=True,
         metadata={"description": "Skip the preflight checks; `preflightStatus` stays -1."},
     )
-    remoteAcl = fields.Boolean(
+    remoteAcl = Flag(
         allow_none=True,
         metadata={
             "description": "Ask the shop's ACL URL before each action on the draft "
@@ -401,7 +413,7 @@ class DraftClaimInput(Input):
         required=True,
         validate=validate.Length(max=MAX_VALUES),
     )
-    dryRun = fields.Boolean(load_default=False)
+    dryRun = Flag(load_default=False)
     userGroupIdentifier = fields.String(
         load_default=None,
         allow_none=True,

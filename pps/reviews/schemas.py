@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from pps.api.schemas import Input, Output
+from pps.api.schemas import Flag, Input, Output
 from pps.platform.ssrf import ADDRESS_RULES
 from pps.reviews.model import MAX_REVIEWERS
 
@@ -40,7 +40,7 @@ class ReviewCreateInput(Input):
             "comment, draftVersion, decidedAt}]}`. " + _URL_RULES
         },
     )
-    remoteAcl = fields.Boolean(
+    remoteAcl = Flag(
         load_default=False,
         metadata={
             "description": "Must be false (or absent): this server does not ask a remote "
