@@ -657,3 +657,13 @@ def test_served_document_is_the_built_one(app: Flask, spec: dict[str, Any]) -> N
     assert response.status_code == 200
     assert response.status_code == 200
     assert response.get_json() == spec
+
+
+def test_variable_data_file_identifier_is_documented_as_validated(spec: dict[str, Any]) -> None:
+    """The JSON body of ``POST .../variable-data`` names a required upload by identifier: the
+    reference says it is not empty (``minLength: 1``), from the schema that refuses ``""``."""
+    operation = spec["paths"]["/api-ext/draft/{draft_hash}/variable-data"]["post"]
+    body = resolve(spec, operation["requestBody"]["content"]["application/json"]["schema"])
+    assert "file" in body["required"]
+    assert body["properties"]["file"]["type"] == "string"
+    assert body["properties"]["file"]["minLength"] == 1

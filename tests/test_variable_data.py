@@ -152,6 +152,8 @@ def test_post_a_file_identifier_as_json(api: ApiClient, draft: Draft) -> None:
     rows = api.get(path(draft)).get_json()["data"]
     assert rows[2] == {"name": "Person 0002", "url": "https://example.org/p/2"}
     assert_error(api.post(path(draft), json={"file": "nope", "columnMapping": {}}), 422, "file")
+    for missing in ({"file": ""}, {"file": None}, {"file": 7}, {"columnMapping": {}}):
+        assert_error(api.post(path(draft), json=missing), 422, "file")
 
 
 def test_put_as_the_sdk_sends_it(api: ApiClient, draft: Draft) -> None:

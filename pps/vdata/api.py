@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response, jsonify, request
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate
 
 from pps.api import bp, current_client, resource, services
-from pps.api.schemas import QueryNumber
+from pps.api.parser import flatten
+from pps.api.schemas import Input, QueryNumber
 from pps.files.rendering import TemplateNotRenderable, template_spec
 from pps.platform import strict_json
 from pps.platform.errors import NotFound, ValidationFailed
@@ -90,6 +91,24 @@ def list_rows(args: dict[str, Any], draft_hash: str) -> Response:
     return jsonify({"data": rows, "_meta": {"amountOfRows": total}})
 
 
+class FileImportInput(Input):
+    """The JSON body of ``POST .../variable-data``: a file uploaded before, by identifier.
+    It validates the body and documents it, so the two cannot drift apart."""
+
+    file = fields.String(
+        required=True,
+        validate=validate.Length(min=1),
+        metadata={"description": "Identifier of an uploaded file (`POST /api-ext/file`)."},
+    )
+    columnMapping = fields.Raw(  # read by _mapping: a JSON text in multipart, PHP's [] too
+        allow_none=True,
+        metadata={
+            "type": "object",
+            "additionalProperties": {"oneOf": [{"type": "integer"}, {"type": "string"}]},
+        },
+    )
+
+
 _POST_BODY = {
     "required": True,
     "content": {
@@ -107,21 +126,7 @@ _POST_BODY = {
                 },
             }
         },
-        "application/json": {
-            "schema": {
-                "type": "object",
-                "required": ["file"],
-                "properties": {
-                    "file": {"type": "string", "description": "Identifier of an uploaded file."},
-                    "columnMapping": {
-                        "type": "object",
-                        "additionalProperties": {
-                            "oneOf": [{"type": "integer"}, {"type": "string"}]
-                        },
-                    },
-                },
-            }
-        },
+        "application/json": {"schema": FileImportInput},
     },
 }
 
@@ -171,13 +176,14 @@ def import_rows(draft_hash: str) -> Response:
         mapping = _mapping(request.form.get("columnMapping"))
     else:
         body = json_or_form_body()
-        identifier = body.get("file")
-        mapping = _mapping(body.get("columnMapping"))
-        if not isinstance(identifier, str) or not identifier:
+        try:
+            identifier = FileImportInput().load(body)["file"]
+        except ValidationError as exc:
             raise ValidationFailed(
                 "file is required: an uploaded file's identifier, or send the file as multipart.",
-                errors={"file": ["Missing or not a file identifier."]},
-            )
+                errors=flatten(exc.messages),
+            ) from None
+        mapping = _mapping(body.get("columnMapping"))
         record = svc.uploads.get(current_client().identifier, identifier)
         if record is None:
             raise ValidationFailed(
