@@ -667,3 +667,26 @@ def test_variable_data_file_identifier_is_documented_as_validated(spec: dict[str
     assert "file" in body["required"]
     assert body["properties"]["file"]["type"] == "string"
     assert body["properties"]["file"]["minLength"] == 1
+
+
+@pytest.mark.parametrize(
+    ("schema", "field", "empty_means_none"),
+    [
+        ("ProcessingCreateInput", "stateChangedNotifyUrl", True),
+        ("ReviewCreateInput", "closeCallbackURL", True),
+        ("ReviewPdfInput", "notifyCallbackURL", True),
+        ("WebhookInput", "url", False),
+    ],
+)
+def test_url_fields_are_documented_as_uris(
+    spec: dict[str, Any], schema: str, field: str, empty_means_none: bool
+) -> None:
+    """pps calls these URLs (pps.platform.ssrf.parse_target: absolute http or https with a
+    host): ``format: uri``. Where ``""`` is read as no URL (``... or None`` in the views), the
+    reference says so beside it, as for a user's email."""
+    prop = component(spec, schema)["properties"][field]
+    assert prop["type"] in ("string", ["string", "null"])
+    if empty_means_none:
+        assert prop["anyOf"] == [{"format": "uri"}, {"enum": [""]}], prop
+    else:
+        assert prop["format"] == "uri", prop

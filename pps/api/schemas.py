@@ -30,6 +30,13 @@ MAX_ATTRIBUTES = 200
 MAX_PER_PAGE = 1000
 
 
+#: ``format: uri`` for a URL pps calls (an absolute http(s) URL, pps.platform.ssrf); the
+#: optional ones read ``""`` as no URL, which the reference says beside it. Documentation
+#: only: the views check the URL itself.
+HTTP_URL: dict[str, Any] = {"format": "uri"}
+OPTIONAL_HTTP_URL: dict[str, Any] = {"anyOf": [{"format": "uri"}, {"enum": [""]}]}
+
+
 def _values_map(name: str, max_items: int) -> Any:
     """DataKey -> any JSON value, stored as sent and printed as its text
     (:func:`pps.render.text.as_text`), which must stay within MAX_VALUE_LENGTH."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from pps.api.schemas import Input, Output
+from pps.api.schemas import OPTIONAL_HTTP_URL, Input, Output
 from pps.platform.repository.processing import STATES
 from pps.platform.ssrf import ADDRESS_RULES
 
@@ -32,10 +32,11 @@ class ProcessingCreateInput(Input):
         allow_none=True,
         load_default=None,
         metadata={
-            "description": "Optional http(s) URL. On every state change pps POSTs the same "
-            "JSON as GET /api-ext/pdf-processing/{processingId} there (Content-Type: "
-            "application/json), with a timeout and a few retries with backoff; redirects "
-            "are not followed. " + ADDRESS_RULES
+            **OPTIONAL_HTTP_URL,
+            "description": 'Optional http(s) URL (`""` or null: none). On every state '
+            "change pps POSTs the same JSON as GET /api-ext/pdf-processing/{processingId} "
+            "there (Content-Type: application/json), with a timeout and a few retries with "
+            "backoff; redirects are not followed. " + ADDRESS_RULES,
         },
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from pps.api.schemas import Flag, Input, Output
+from pps.api.schemas import OPTIONAL_HTTP_URL, Flag, Input, Output
 from pps.platform.ssrf import ADDRESS_RULES
 from pps.reviews.model import MAX_REVIEWERS
 
@@ -34,10 +34,11 @@ class ReviewCreateInput(Input):
         allow_none=True,
         load_default=None,
         metadata={
+            **OPTIONAL_HTTP_URL,
             "description": "Optional http(s) URL told when the review closes (every reviewer "
             "approved, one rejected, or close-review): the JSON of the review's state, "
             "`{reviewId, draftId, state, closedAt, reviewers: [{userIdentifier, decision, "
-            "comment, draftVersion, decidedAt}]}`. " + _URL_RULES
+            "comment, draftVersion, decidedAt}]}`. " + _URL_RULES,
         },
     )
     remoteAcl = Flag(
@@ -67,9 +68,10 @@ class ReviewPdfInput(Input):
         allow_none=True,
         load_default=None,
         metadata={
+            **OPTIONAL_HTTP_URL,
             "description": "Optional http(s) URL told when the proof PDF is ready: the "
             "review's state as for closeCallbackURL plus `pdfUrl`, the file endpoint to "
-            f"fetch it from (add `?jwt=`). {_URL_RULES}"
+            f"fetch it from (add `?jwt=`). {_URL_RULES}",
         },
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from pps.api.schemas import Input, MetaOut, Output, one
+from pps.api.schemas import HTTP_URL, Input, MetaOut, Output, one
 from pps.platform.ssrf import ADDRESS_RULES, MAX_URL_LENGTH
 from pps.webhooks.events import EVENTS
 
@@ -25,8 +25,10 @@ class WebhookInput(Input):
         required=True,
         validate=validate.Length(min=1, max=MAX_URL_LENGTH),
         metadata={
+            **HTTP_URL,
             "description": "http(s) URL that receives the events. The same rules as for "
-            "`stateChangedNotifyUrl`: no user or password, redirects not followed. " + ADDRESS_RULES
+            "`stateChangedNotifyUrl`: no user or password, redirects not followed. "
+            + ADDRESS_RULES,
         },
     )
 
