@@ -127,3 +127,58 @@ def test_the_storage_budget_revision_keeps_drafts_and_counts_recorded_uploads(
     command.downgrade(config, "0011")
     for table in ("clients", "drafts", "uploads"):
         assert _count(url, table) == 1, table
+
+
+def _indexes(url: str) -> dict[str, set[str]]:
+    engine = sa.create_engine(url)
+    try:
+        inspector = sa.inspect(engine)
+        return {
+            table: {str(index["name"]) for index in inspector.get_indexes(table)}
+            for table in ("processings", "notification_keys", "webhook_deliveries")
+        }
+    finally:
+        engine.dispose()
+
+
+#: What retention pruning looks its rows up by (revision 0013), per table.
+PRUNE_INDEXES = {
+    "processings": "ix_processings_updated_at",
+    "notification_keys": "ix_notification_keys_created_at",
+    "webhook_deliveries": "ix_webhook_deliveries_client_created",
+}
+
+
+@pytest.mark.parametrize("start", ["0001", "0011", "0012"])
+def test_upgrading_adds_the_indexes_pruning_looks_rows_up_by(
+    empty_database: str, start: str
+) -> None:
+    """From any earlier revision ``pps db upgrade`` gives both databases the indexes of
+    0013; a downgrade to 0012 takes them away again and keeps the rows."""
+    url = empty_database
+    upgrade_database(url, start)
+    if start != "0001":
+        before = _indexes(url)
+        assert all(index not in before[table] for table, index in PRUNE_INDEXES.items())
+    upgrade_database(url)
+    after = _indexes(url)
+    assert all(index in after[table] for table, index in PRUNE_INDEXES.items()), after
+    _insert(
+        url,
+        [
+            "INSERT INTO clients (identifier, name, api_key, api_key_hash, allowed_origins, "
+            "created_at) VALUES ('c1', 'Shop', 'key', 'hash', '[]', :now)",
+            "INSERT INTO processings (processing_id, client_identifier, created_at, updated_at)"
+            " VALUES ('p1', 'c1', :now, :now)",
+            "INSERT INTO notification_keys (client_identifier, key, message_identifier, "
+            "created_at) VALUES ('c1', 'p1:final', 'msg_1', :now)",
+        ],
+    )
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    command.downgrade(config, "0012")
+    down = _indexes(url)
+    assert all(index not in down[table] for table, index in PRUNE_INDEXES.items()), down
+    for table in ("processings", "notification_keys"):
+        assert _count(url, table) == 1, table

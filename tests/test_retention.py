@@ -198,6 +198,85 @@ def test_retention_zero_keeps_everything(repository: SqlRepository) -> None:
     assert store.get(client, done) is not None
 
 
+def emitted_by_prune(engine: sa.Engine) -> list[tuple[str, Any]]:
+    """The SQL :func:`prune` sends to the database, with its parameters, as sent."""
+    sent_sql: list[tuple[str, Any]] = []
+
+    def record(
+        conn: sa.Connection, cursor: Any, statement: str, parameters: Any, *args: Any
+    ) -> None:
+        sent_sql.append((statement, parameters))
+
+    sa.event.listen(engine, "before_cursor_execute", record)
+    try:
+        prune(engine, RETENTION)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    return sent_sql
+
+
+#: A table read in full in SQLite's plan (a ``VALUES`` list, "SCAN CONSTANT ROW", is none).
+FULL_SCAN = re.compile(
+    r"^SCAN (processings|processing_drafts|notification_keys|webhook_deliveries)\b", re.MULTILINE
+)
+
+
+def plans(engine: sa.Engine, statements: list[tuple[str, Any]]) -> str:
+    """The database's plan of each statement, after the statement itself."""
+    sqlite = engine.dialect.name == "sqlite"
+    explained = []
+    with engine.begin() as conn:
+        if not sqlite:
+            # With a handful of rows PostgreSQL rightly reads the whole table; forbid that
+            # to see which index it would take for the condition on age.
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        for sql, params in statements:
+            rows = conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {sql}" if sqlite else f"EXPLAIN {sql}", params
+            )
+            explained.append("\n".join([sql, *(str(row[-1]) for row in rows)]))
+    return "\n\n".join(explained)
+
+
+def test_pruning_finds_its_rows_through_indexes(repository: SqlRepository) -> None:
+    """Every prune looks for old rows by an index (migration 0013), instead of reading
+    ``processings`` and ``notification_keys`` in full (and on SQLite the outbox once per
+    key). The plans are those of the statements prune really sends, deletes included."""
+    engine = repository.engine
+    client = repository.create_client("Shop").identifier
+    last_changed(engine, batch(SqlProcessingStore(engine), client, [PROCESSED], "plan"), 31)
+    outbox = SqlIntegrationStore(engine)
+    message = outbox.enqueue_notification(
+        client, "notify.processing", URL, {}, "topic-plan", once="plan:final"
+    )
+    sent(engine, message)
+    key_made(engine, client, "plan:final", 31)
+
+    statements = emitted_by_prune(engine)
+
+    assert [sql.split()[0] for sql, _ in statements].count("DELETE") >= 3, statements
+    if engine.dialect.name == "sqlite":
+        explained = plans(engine, statements)
+        assert FULL_SCAN.search(explained) is None, explained
+        expected = [
+            r"SEARCH processings USING INDEX ix_processings_updated_at \(updated_at<\?\)",
+            r"SEARCH notification_keys USING INDEX ix_notification_keys_created_at "
+            r"\(created_at<\?\)",
+            r"SEARCH webhook_deliveries USING INDEX ix_webhook_deliveries_client_created "
+            r"\(client_identifier=\? AND created_at<\?\)",
+        ]
+    else:  # PostgreSQL anti-joins the outbox once per prune: the age is what counts there
+        explained = plans(
+            engine, [(sql, params) for sql, params in statements if sql.startswith("SELECT")]
+        )
+        expected = [
+            r"Index (Only )?Scan (on|using) ix_processings_updated_at\b",
+            r"Index (Only )?Scan (on|using) ix_notification_keys_created_at\b",
+        ]
+    for step in expected:
+        assert re.search(step, explained), explained
+
+
 def test_the_schedule_prunes_once_per_interval(repository: SqlRepository) -> None:
     engine = repository.engine
     client = repository.create_client("Shop").identifier

@@ -17,7 +17,10 @@ Both tables only ever grew. What each row is for, and when that ends:
   than the same retention (at least a day, far beyond the job retries' hour) it goes.
 
 :func:`prune` runs from ``pps worker``'s maintenance (:mod:`pps.processing.cli`); it is
-idempotent, so several workers may run it at once. No Flask.
+idempotent, so several workers may run it at once. No Flask. Its queries find old rows by
+the indexes of migration 0013 (``processings.updated_at``, ``notification_keys.created_at``,
+and the outbox by client and age for the per-key check); without them every prune read the
+tables in full.
 """
 
 from __future__ import annotations

@@ -163,6 +163,8 @@ processings = sa.Table(
     sa.Column("notify_url", sa.Text, nullable=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # Retention pruning finds finished processings by their last change (migration 0013).
+    sa.Index("ix_processings_updated_at", "updated_at"),
 )
 
 processing_drafts = sa.Table(
@@ -292,6 +294,9 @@ webhook_deliveries = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Index("ix_webhook_deliveries_due", "next_attempt_at"),
     sa.Index("ix_webhook_deliveries_topic", "topic", "created_at"),
+    # Retention pruning asks, per notification key, for an outbox row of its client as old
+    # or older (migration 0013).
+    sa.Index("ix_webhook_deliveries_client_created", "client_identifier", "created_at"),
 )
 
 # Notifications that are queued once however often they are asked for (a batch's final
@@ -306,6 +311,8 @@ notification_keys = sa.Table(
     sa.Column("message_identifier", sa.String(40), nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.PrimaryKeyConstraint("client_identifier", "key"),
+    # Retention pruning finds spent keys by their age (migration 0013).
+    sa.Index("ix_notification_keys_created_at", "created_at"),
 )
 
 # -- reviews (proof approval; pps.reviews.store) -------------------------------------------
