@@ -740,6 +740,11 @@ def test_header_over_the_limit_is_a_json_431(shop: Shop) -> None:
             b"Connection: close\r\n\r\n0\r\n\r\n",
             501,
         ),
+        # Methods nginx never proxies, and HTTP versions it does not speak.
+        (b"TRACE /api-ext/client?jwt=secret-token HTTP/1.1\r\nHost: x\r\n\r\n", 405),
+        (b"CONNECT /api-ext/client HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 405),
+        (b"GET /api-ext/client?jwt=secret-token HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+        (b"GET /auth?jwt=secret-token HTTP/3.0\r\nHost: x\r\n\r\n", 505),
     ],
 )
 def test_requests_nginx_cannot_parse_get_json(
@@ -768,6 +773,8 @@ def test_error_locations_are_not_reachable_from_outside(shop: Shop) -> None:
         "/_pps_errors/header-too-large",
         "/_pps_errors/bad-request",
         "/_pps_errors/not-implemented",
+        "/_pps_errors/method-not-allowed",
+        "/_pps_errors/version-not-supported",
     ):
         reply = shop.server.call("GET", path)
         assert reply.status == 404, (path, reply.status)
