@@ -19,6 +19,7 @@ chosen here is what the ratios measure.
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import re
@@ -27,6 +28,7 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 from gunicorn.util import parse_address
+from gunicorn.workers.gthread import ThreadWorker
 
 # Each worker opens its own database pool and Redis connection: nothing may be shared
 # across fork, so the app is built in each worker, not in the arbiter.
@@ -79,13 +81,73 @@ def _binds() -> list[str]:
 
 bind = _binds()
 
+
+class _CapturedPage:
+    """Stands in for the client's socket while gunicorn writes its error page."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def gettimeout(self) -> float:
+        return 0.0
+
+    def sendall(self, data: bytes) -> None:
+        self.data += data
+
+
+# What a pps error says for the statuses gunicorn answers itself; the same words as nginx's
+# pages (deploy/nginx.conf) where both can refuse the same request.
+_MESSAGES = {
+    400: "The request is malformed.",
+    403: "The request is forbidden.",
+    414: "The request URL is too long.",
+    417: "The request's Expect header cannot be met.",
+    431: "A request header is too large.",
+    500: "Internal error.",
+    501: "This request framing is not supported.",
+}
+
+
+def _status_of(page: bytes) -> tuple[int, str]:
+    """The status and reason of gunicorn's page (``HTTP/1.1 400 Bad Request``); 500 when
+    none can be read from it."""
+    parts = page.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        return int(parts[1]), parts[2]
+    return 500, "Internal Server Error"
+
+
+class _JsonErrorsWorker(ThreadWorker):
+    """gthread, with pps's JSON error body on the requests gunicorn refuses itself.
+
+    nginx passes on requests gunicorn refuses (RFC 9110/9112): a control character in a
+    header value, Content-Type twice, a method shorter than 3 or longer than 20 letters.
+    gunicorn answered them with an HTML page, which shop clients cannot read (they read
+    ``message``). Its status stays; its text, which may quote the request, is not sent.
+    """
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        page = _CapturedPage()
+        super().handle_error(req, page, addr, exc)  # gunicorn's status and its log lines
+        status, reason = _status_of(page.data)
+        body = json.dumps({"message": _MESSAGES.get(status, f"{reason}."), "success": False})
+        answer = (
+            f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+        )
+        try:
+            client.sendall(answer.encode("latin-1"))
+        except OSError:
+            self.log.debug("Failed to send error message.")
+
+
 # gthread rather than sync: requests mostly wait on PostgreSQL, Redis or the disk, and a
 # few threads per worker overlap those waits at the cost of little memory. gthread also
 # keeps idle keep-alive connections from nginx in its poller instead of tying up a worker
 # (sync workers close every connection after one response). The cap keeps the number of
 # database connections (up to one per busy thread) well below PostgreSQL's default 100;
 # raise PPS_WORKERS on larger hosts or behind PgBouncer.
-worker_class = "gthread"
+worker_class = _JsonErrorsWorker  # gthread, with JSON error pages
 # At most 256 workers (2 x CPUs + 1 of a 128-CPU host), each a whole app with its own pools.
 workers = _int("PPS_WORKERS", min(2 * _cpus() + 1, 8), most=256)
 # Fewer threads than gthread's worker_connections (1000): at as many, a worker keeps no idle
@@ -122,6 +184,10 @@ worker_tmp_dir = _SHM if os.path.isdir(_SHM) else None
 
 # nginx runs on the same host and sets X-Forwarded-Proto; only trust it from loopback.
 forwarded_allow_ips = os.environ.get("PPS_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+# Only the header nginx sets names the scheme. gunicorn's default also reads
+# X-Forwarded-Ssl and X-Forwarded-Protocol, which nginx passes on from the client: one
+# that disagreed with nginx's X-Forwarded-Proto made gunicorn refuse the request.
+secure_scheme_headers = {"X-FORWARDED-PROTO": "https"}
 
 accesslog = os.environ.get("PPS_ACCESS_LOG", "-") or None
 errorlog = "-"

@@ -758,6 +758,47 @@ def test_requests_nginx_cannot_parse_get_json(
     assert b"secret-token" not in body
 
 
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        # A control character in a header value (RFC 9110 5.5): nginx passes it on.
+        b"GET /api-ext/client?jwt=secret-token HTTP/1.1\r\nHost: x\r\nX-Shop: a\x01b\r\n"
+        b"Connection: close\r\n\r\n",
+        b"GET /api-ext/client HTTP/1.1\r\nHost: x\r\nUser-Agent: shop\x7f\r\n"
+        b"Connection: close\r\n\r\n",
+        b"GET /auth?jwt=secret-token HTTP/1.1\r\nHost: x\r\nCookie: a=\x1b\r\n"
+        b"Connection: close\r\n\r\n",
+        # Content-Type twice: nginx sends both, gunicorn takes neither (RFC 9110 5.3).
+        b"POST /api-ext/user HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        # Methods of fewer than 3 or more than 20 letters: nginx passes them on.
+        b"AB /api-ext/client?jwt=secret-token HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"PROPPATCHEXTENDEDLOCK /api-ext/client HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    ],
+)
+def test_requests_gunicorn_refuses_get_json(shop: Shop, request_bytes: bytes) -> None:
+    """What nginx lets through and gunicorn refuses before pps sees it: gunicorn's own page
+    was HTML, which shop clients cannot read."""
+    answered, content_type, body = raw_request(shop.server.port, request_bytes)
+    assert answered == 400, body
+    assert content_type == "application/json", (content_type, body)
+    assert json.loads(body) == {"message": "The request is malformed.", "success": False}
+
+
+@pytest.mark.parametrize("header", ["X-Forwarded-Ssl: on", "X-Forwarded-Protocol: ssl"])
+def test_scheme_headers_of_a_client_are_not_read(shop: Shop, header: str) -> None:
+    """Only nginx's X-Forwarded-Proto names the scheme. gunicorn also read these two from
+    any request nginx passed on, and refused as contradictory (an HTML 400) every request
+    whose client, or a proxy before nginx, sent one that disagreed with nginx's."""
+    request = (
+        f"GET /api-ext/client HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {shop.api_key}\r\n"
+        f"Accept: application/json\r\n{header}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    answered, _, body = raw_request(shop.server.port, request)
+    assert answered == 200, body
+    assert json.loads(body)["data"]["identifier"] == shop.client
+
+
 def test_many_header_lines_reach_the_app(shop: Shop) -> None:
     """nginx bounds headers by size only: 300 short ones reach the app, not gunicorn's
     HTML 431 (its default allows 100 lines)."""
