@@ -799,6 +799,74 @@ def test_scheme_headers_of_a_client_are_not_read(shop: Shop, header: str) -> Non
     assert json.loads(body)["data"]["identifier"] == shop.client
 
 
+#: A second request hidden in the first one's body, should two parsers frame it differently.
+SMUGGLED = "GET /api-ext/smuggled-{marker} HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("framing", "body", "status"),
+    [
+        ("Content-Length: 4\r\nTransfer-Encoding: chunked", "0\r\n\r\n{smuggled}", 400),
+        ("Content-Length: 0\r\nContent-Length: {length}", "{smuggled}", 400),
+        ("Content-Length: {length}, 0", "{smuggled}", 400),
+        ("Transfer-Encoding: chunked, identity", "0\r\n\r\n{smuggled}", 501),
+        ("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked", "0\r\n\r\n{smuggled}", 400),
+        ("Transfer-Encoding : chunked", "0\r\n\r\n{smuggled}", 400),
+        ("Transfer-Encoding: chunked", "10000000000000002\r\n{{}}\r\n0\r\n\r\n{smuggled}", 400),
+        ("Transfer-Encoding: chunked", "2;x\n0\r\n\r\n{smuggled}\r\n{{}}\r\n0\r\n\r\n", 400),
+    ],
+)
+def test_ambiguous_framing_is_refused_and_smuggles_nothing(
+    deployment: Deployment, shop: Shop, framing: str, body: str, status: int
+) -> None:
+    """Content-Length and Transfer-Encoding together, twice or in a list, an unknown coding,
+    a chunk size past 64 bits, a bare LF in a chunk line: nginx refuses each with JSON, and
+    the request hidden behind it never reaches gunicorn."""
+    marker = uuid.uuid4().hex
+    smuggled = SMUGGLED.format(marker=marker)
+    request = (
+        f"POST /api-ext/user HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {shop.api_key}\r\n"
+        f"{framing.format(length=len(smuggled))}\r\n\r\n{body.format(smuggled=smuggled)}"
+    )
+    answered, content_type, answer = raw_request(shop.server.port, request.encode())
+    assert answered == status, answer
+    assert content_type == "application/json", (content_type, answer)
+    assert_nothing_smuggled(deployment, shop, marker)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_body_pps_never_reads_is_not_taken_for_a_request(
+    deployment: Deployment, shop: Shop, chunked: bool
+) -> None:
+    """pps refuses a POST without a valid key before reading its body, on a keep-alive
+    connection from nginx: gunicorn must skip the rest of that body, however it was
+    framed, not read it as the next request."""
+    marker = uuid.uuid4().hex
+    smuggled = SMUGGLED.format(marker=marker).encode()
+    for _ in range(8):  # over the workers' connections nginx keeps open
+        reply = call(
+            shop.server.port,
+            "POST",
+            "/api-ext/user",
+            body=smuggled,
+            headers={"Authorization": "Bearer not-a-key", "Content-Type": "application/json"},
+            chunked=chunked,
+        )
+        assert_json_error(reply, 401)
+    assert_nothing_smuggled(deployment, shop, marker)
+
+
+def assert_nothing_smuggled(deployment: Deployment, shop: Shop, marker: str) -> None:
+    """No request for the marker in gunicorn's log, once a later request is logged there."""
+    after = shop.api("GET", "/api-ext/client")
+    assert after.status == 200, after.body
+    rid = after.header("X-Request-ID") or ""
+    log = deployment.server.log
+    _wait_for(lambda: f"rid={rid}" in log.read_text(), f"rid={rid} in gunicorn's log")
+    time.sleep(0.2)  # another worker's line for a smuggled request would come no later
+    assert f"smuggled-{marker}" not in log.read_text()
+
+
 def test_many_header_lines_reach_the_app(shop: Shop) -> None:
     """nginx bounds headers by size only: 300 short ones reach the app, not gunicorn's
     HTML 431 (its default allows 100 lines)."""
