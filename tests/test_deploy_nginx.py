@@ -544,6 +544,49 @@ def test_login_through_nginx_works_once(shop: Shop) -> None:
     assert replay.status == 401, replay.body
 
 
+@pytest.mark.parametrize(
+    ("target", "headers"),
+    [
+        ("{path}", {"Host": "evil.example:8443"}),
+        ("http://evil.example{path}", {}),  # absolute form: nginx takes its host as $host
+        (
+            "{path}",
+            {
+                "Host": "[::1]",
+                "X-Forwarded-Host": "evil.example",
+                "X-Forwarded-Proto": "https",
+                "X-Forwarded-Port": "8443",
+                "Forwarded": "host=evil.example;proto=https",
+            },
+        ),
+    ],
+)
+def test_absolute_urls_never_name_the_host_a_client_sent(
+    shop: Shop, target: str, headers: dict[str, str]
+) -> None:
+    """The login's and a file's redirect and /openapi.json's server are built on
+    PPS_BASE_URL, whatever host the request names."""
+    base = shop.server.base_url
+    now = int(time.time())
+    file_token = shop.sign({"client": shop.client, "iat": now, "exp": now + 300})
+    preview_path = f"/api-ext/files/template/{shop.template}/page-preview-thumb?jwt={file_token}"
+    preview = shop.server.call("GET", target.format(path=preview_path), headers=headers)
+    assert preview.status == 302, preview.body
+    assert (preview.header("Location") or "").startswith(f"{base}/files/")
+
+    login = shop.server.call(
+        "GET", target.format(path=f"/auth?jwt={shop.login_token()}"), headers=headers
+    )
+    assert login.status == 302, login.body
+    assert (login.header("Location") or "").startswith(shop.editor_url())
+
+    spec = shop.server.call("GET", target.format(path="/openapi.json"), headers=headers)
+    assert spec.status == 200, spec.body
+    assert spec.json()["servers"] == [{"url": base}]
+    for reply in (preview, login, spec):
+        assert "evil" not in str(reply.headers) and b"evil" not in reply.body
+
+
 # -- files via X-Accel-Redirect ----------------------------------------------------------
 
 
