@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import stat
+import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +88,29 @@ def test_readers_never_see_a_half_written_file(storage: LocalStorage) -> None:
         thread.join()
     assert seen
     assert all(data in versions for data in seen)
+
+
+def test_a_folder_deleted_while_a_file_is_put_into_it_is_made_again(
+    storage: LocalStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A draft's delete removes its folder (``delete_tree``) while a render of it stores
+    a file there: the folder went between the put's ``mkdir`` and its temporary file, and
+    the put raised FileNotFoundError (a 500 for the file link). The put makes the folder
+    again; the render's own check then deletes what it stored for a deleted draft."""
+    storage.put("drafts/Xy12/abc/v1/low-res.pdf", b"old")
+    real = tempfile.mkstemp
+    calls = {"n": 0}
+
+    def folder_deleted_first(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:  # the draft's delete, just after the put made the folder
+            assert storage.delete_tree("drafts/Xy12/abc") == 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", folder_deleted_first)
+    storage.put("drafts/Xy12/abc/v1/print.pdf", b"new")
+    assert storage.read("drafts/Xy12/abc/v1/print.pdf") == b"new"
+    assert calls["n"] == 2
 
 
 def test_stored_files_are_readable_by_other_users(storage: LocalStorage) -> None:

@@ -39,6 +39,7 @@ from pps.files.rendering import (
     template_preview_file,
     variable_rows,
 )
+from pps.files.sweep import delete_draft_files
 from pps.platform.errors import Forbidden, NotFound, PpsError, ValidationFailed
 from pps.platform.models import DraftRef, Template
 from pps.platform.storage import StoredFile
@@ -195,7 +196,7 @@ def _render_for_draft(ref: DraftRef, kind: str, label: str) -> StoredFile:
     page, width, height = 0, None, None
     if kind == "image":
         page, width, height = _image_options(template.page_count)
-    return _rendered(
+    stored = _rendered(
         lambda: render_draft_file(
             svc.storage,
             draft,
@@ -209,6 +210,12 @@ def _render_for_draft(ref: DraftRef, kind: str, label: str) -> StoredFile:
         ),
         what=f"{label} of draft {draft.draft_hash}",
     )
+    if svc.repository.get_draft_ref(draft.client_identifier, draft.draft_hash) is None:
+        # Deleted while it rendered: its delete of the draft's files may have come before
+        # this one was stored, which would stay, holding the customer's values, for no draft.
+        delete_draft_files(svc.storage, draft.client_identifier, draft.draft_hash)
+        raise NotFound("No such draft.")
+    return stored
 
 
 @files_api.get(

@@ -18,6 +18,9 @@ _DISK_ERRORS = frozenset(
     {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 )
 
+#: Times a put makes its folder again when a concurrent ``delete_tree`` removed it.
+_FOLDER_ATTEMPTS = 3
+
 FILE_MODE = 0o644
 """Readable by nginx, which serves these files itself through X-Accel-Redirect."""
 
@@ -70,8 +73,7 @@ class LocalStorage:
             raise StorageUnavailable(exc.errno, exc.strerror, exc.filename) from exc
 
     def _put(self, target: Path, data: bytes) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp_name = self._temporary_beside(target)
         try:
             with os.fdopen(fd, "wb") as tmp:
                 tmp.write(data)
@@ -84,6 +86,24 @@ class LocalStorage:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp_name)
             raise
+
+    @staticmethod
+    def _temporary_beside(target: Path) -> tuple[int, str]:
+        """A new temporary file in ``target``'s folder, made first when missing.
+
+        The folder may go between its ``mkdir`` and the file: a draft's delete removes its
+        folders (``delete_tree``) while a render of it is stored. Made again, a few times;
+        the file in it then keeps the folder until it is renamed over ``target``.
+        """
+        prefix, folder = f".{target.name}.", target.parent
+        for _ in range(_FOLDER_ATTEMPTS - 1):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                return tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+            except FileNotFoundError:
+                continue
+        folder.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
 
     def stat(self, key: str) -> StoredFile | None:
         path = self._path_text(key)
