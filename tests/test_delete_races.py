@@ -1,27 +1,36 @@
-"""A draft deleted while another request of the shop renders it.
+"""A draft, or its user, deleted while another request of the shop writes to the draft
+or renders it.
 
-The render that loses the race answers 404 (the draft is gone) and leaves no rendered file
-holding the customer's values behind, never a 500. The race is pinned: the draft is deleted
-just before the render. Real SQLite and PostgreSQL, real Redis, real files.
+The write or the render that loses the race answers 404 (the draft is gone) and leaves
+nothing behind, never a 500 nor a deadlock answered as a 503. Each race is pinned: one
+request is held at the statement (or just before the render) where the delete can come in,
+and the delete runs to its end meanwhile (or waits for the request's lock).
+Real SQLite and PostgreSQL, real Redis, real files, real threads.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from api_support import assert_error
 from conftest import ApiClient
 from flask import Flask
 from joserfc import jwt
 from joserfc.jwk import OctKey
+from preflight_support import print_pdf, write_template
+from test_preflight import UPLOAD
+from test_preflight import upload as upload_pdf
 from vdata_support import card_draft, card_template
 
 import pps.files.api
 from pps.platform.models import Client, Draft
 from pps.platform.repository.sql import SqlRepository
+from pps.templates.files import import_template, load_template_file
 
 
 @pytest.fixture
@@ -64,3 +73,68 @@ def test_a_file_rendered_while_its_draft_is_deleted_is_404_and_not_kept(
     )
     assert_error(response, 404)
     assert draft_files(app, draft) == []
+
+
+@pytest.fixture
+def upload_draft(app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client) -> Draft:
+    folder = app.extensions["pps"].storage.root.parent / "upload-template"
+    template = import_template(
+        repo,
+        app.extensions["pps"].storage,
+        tenant.identifier,
+        load_template_file(write_template(folder, UPLOAD, {})),
+    )
+    user = repo.create_user(tenant.identifier, {})
+    body = {"templateIdentifier": template.identifier, "userIdentifier": user.identifier}
+    created = api.post("/api-ext/draft", json={**body, "intent": "upload"})
+    assert created.status_code == 201, created.get_json()
+    found = repo.get_draft(tenant.identifier, created.get_json()["data"]["draftHash"])
+    assert found is not None
+    return found
+
+
+def test_a_pdf_recorded_while_its_user_is_deleted_is_no_deadlock(
+    app: Flask, repo: SqlRepository, tenant: Client, upload_draft: Draft
+) -> None:
+    """The upload has locked the draft to record its PDF; the user's delete locks the
+    user, then waits for the draft. On PostgreSQL the upload locked the draft by writing
+    to it, so its next write to the draft checked the draft's foreign keys again and
+    waited for the user: a deadlock, answered as a 503 to one of the two. Now the upload
+    is recorded, and the delete then deletes the draft (its files go with the sweep, as
+    every deleted user's do: docs/files.md)."""
+    held, resume = threading.Event(), threading.Event()
+    answers: dict[str, Any] = {}
+
+    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        mine = threading.current_thread() is uploader
+        reading = statement.lstrip().upper().startswith("SELECT DRAFTS.UPLOAD_KEY")
+        if mine and reading and not held.is_set():
+            held.set()
+            assert resume.wait(30)
+
+    def upload() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["upload"] = upload_pdf(mine, upload_draft.draft_hash, print_pdf(2))
+
+    def delete() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["delete"] = mine.delete(f"/api-ext/user/{upload_draft.user_identifier}")
+
+    uploader = threading.Thread(target=upload)
+    deleter = threading.Thread(target=delete)
+    sa.event.listen(repo.engine, "before_cursor_execute", hold)
+    try:
+        uploader.start()
+        assert held.wait(30)
+        deleter.start()
+        deleter.join(1)  # waiting for the upload's lock on the draft (PostgreSQL)
+        resume.set()
+        uploader.join(30)
+        deleter.join(30)
+    finally:
+        resume.set()
+        sa.event.remove(repo.engine, "before_cursor_execute", hold)
+    assert answers["delete"].status_code == 204, answers["delete"].get_data(as_text=True)
+    uploaded = answers["upload"]
+    assert uploaded.status_code in (200, 404), uploaded.get_data(as_text=True)
+    assert repo.get_draft(tenant.identifier, upload_draft.draft_hash) is None

@@ -108,7 +108,11 @@ def test_the_same_pdf_again_stays_the_drafts_while_another_replaces_the_first(
     answers: list[int] = []
 
     def hold_c(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        recording = statement.lstrip().upper().startswith("UPDATE DRAFTS")
+        # Before C locks the draft to record its PDF: a write on SQLite, FOR UPDATE elsewhere.
+        text = statement.lstrip().upper()
+        recording = text.startswith("UPDATE DRAFTS") or (
+            text.startswith("SELECT DRAFTS.DRAFT_HASH") and text.endswith("FOR UPDATE")
+        )
         if threading.current_thread() is c and recording and not held.is_set():
             held.set()
             assert resume.wait(30)

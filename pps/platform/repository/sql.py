@@ -39,6 +39,7 @@ from pps.platform.repository import (
     VersionConflict,
     deadline,
 )
+from pps.platform.repository.draft_lock import lock_draft
 from pps.platform.repository.lookups import PointLookup, readers_for
 from pps.platform.repository.tables import clients, drafts, templates, user_groups, users
 
@@ -853,24 +854,19 @@ class SqlRepository:
         self, client: str, draft_hash: str, upload_key: str, upload_size: int
     ) -> ReplacedUpload | None:
         """The read of the key replaced and the write of the new one in one transaction,
-        with the draft's row locked from its start, so that no other upload's write comes
-        between them. Locked by writing to the row what it holds, as
-        :mod:`~pps.platform.repository.client_lock` locks a client: a write locks on both
-        backends (PostgreSQL: the row, until the transaction ends, and the next
-        statement's snapshot sees what the upload before this one wrote; SQLite: the whole
-        database), where SQLite would run a ``SELECT ... FOR UPDATE`` outside any
-        transaction and without a lock. No retry, no conflict: uploads at once are
-        recorded one after the other, each told the key the one before it recorded."""
+        with the draft's row locked from its start (:func:`.draft_lock.lock_draft`), so
+        that no other upload's write comes between them (on PostgreSQL the next
+        statement's snapshot sees what the upload before this one wrote). No retry, no
+        conflict: uploads at once are recorded one after the other, each told the key the
+        one before it recorded. Locked on PostgreSQL by writing to the row, this deadlocked
+        with a delete of the draft's user (a 503)."""
         if _impossible(client, draft_hash):
             return None
         this_draft = sa.and_(
             drafts.c.draft_hash == draft_hash, drafts.c.client_identifier == client
         )
         with self.engine.begin() as conn:
-            locked = conn.execute(
-                drafts.update().where(this_draft).values(upload_key=drafts.c.upload_key)
-            )
-            if not locked.rowcount:
+            if not lock_draft(conn, client, draft_hash):
                 return None
             previous = conn.execute(sa.select(drafts.c.upload_key).where(this_draft)).scalar()
             conn.execute(
