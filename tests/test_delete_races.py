@@ -2,9 +2,10 @@
 or renders it.
 
 The write or the render that loses the race answers 404 (the draft is gone) and leaves
-nothing behind, never a 500 nor a deadlock answered as a 503. Each race is pinned: one
-request is held at the statement (or just before the render) where the delete can come in,
-and the delete runs to its end meanwhile (or waits for the request's lock).
+nothing behind: no variable-data rows, no rendered file holding the customer's values,
+never a 500, nor a deadlock answered as a 503. Each race is pinned: one request is held
+at the statement (or just before the render) where the delete can come in, and the delete
+runs to its end meanwhile (or waits for the request's lock).
 Real SQLite and PostgreSQL, real Redis, real files, real threads.
 """
 
@@ -30,6 +31,7 @@ from vdata_support import card_draft, card_template
 import pps.files.api
 from pps.platform.models import Client, Draft
 from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import variable_rows
 from pps.templates.files import import_template, load_template_file
 
 
@@ -38,9 +40,98 @@ def draft(repo: SqlRepository, tenant: Client) -> Draft:
     return card_draft(repo, tenant, card_template(repo, tenant))
 
 
+def rows_path(draft: Draft) -> str:
+    return f"/api-ext/draft/{draft.draft_hash}/variable-data"
+
+
+def stored_rows(repo: SqlRepository, draft: Draft) -> int:
+    with repo.engine.connect() as conn:
+        count = sa.select(sa.func.count()).select_from(variable_rows)
+        return int(
+            conn.execute(count.where(variable_rows.c.draft_hash == draft.draft_hash)).scalar_one()
+        )
+
+
 def draft_files(app: Flask, draft: Draft) -> list[Path]:
     root: Path = app.extensions["pps"].storage.root
     return sorted(root.rglob(f"drafts/*/{draft.draft_hash}/**/*"))
+
+
+def test_rows_stored_while_the_draft_is_deleted_are_404_or_stored_before_it(
+    app: Flask, repo: SqlRepository, tenant: Client, draft: Draft
+) -> None:
+    """The PUT is held at its delete of the old rows, once it has found the draft. On
+    SQLite that find ran outside the transaction and locked nothing: the draft's delete
+    came in, and the rows' insert failed on the foreign key (a 500). Now the PUT holds
+    the draft from its find on, so the delete waits for it (both backends)."""
+    held, resume = threading.Event(), threading.Event()
+    answers: dict[str, Any] = {}
+
+    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        mine = threading.current_thread() is putter
+        clearing = statement.lstrip().upper().startswith("DELETE FROM VARIABLE_ROWS")
+        if mine and clearing and not held.is_set():
+            held.set()
+            assert resume.wait(30)
+
+    def put_rows() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        rows = {"data": [{"name": "Ada"}, {"name": "Grace"}]}
+        answers["put"] = mine.put(rows_path(draft), json=rows)
+
+    def delete() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["delete"] = mine.delete(f"/api-ext/draft/{draft.draft_hash}").status_code
+
+    putter = threading.Thread(target=put_rows)
+    deleter = threading.Thread(target=delete)
+    sa.event.listen(repo.engine, "before_cursor_execute", hold)
+    try:
+        putter.start()
+        assert held.wait(30)
+        deleter.start()
+        deleter.join(1)  # done at once, or waiting for the PUT's lock
+        resume.set()
+        putter.join(30)
+        deleter.join(30)
+    finally:
+        resume.set()
+        sa.event.remove(repo.engine, "before_cursor_execute", hold)
+    assert answers["delete"] == 204
+    put = answers["put"]
+    assert put.status_code in (204, 404), put.get_data(as_text=True)
+    if put.status_code == 404:
+        assert_error(put, 404)
+    assert repo.get_draft(tenant.identifier, draft.draft_hash) is None
+    assert stored_rows(repo, draft) == 0
+
+
+@pytest.mark.parametrize("body", [{"data": [{"name": "Ada"}]}, {"data": {"0": {"name": "Ada"}}}])
+def test_rows_for_a_draft_deleted_after_it_was_read_are_404(
+    api: ApiClient,
+    repo: SqlRepository,
+    tenant: Client,
+    draft: Draft,
+    body: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The view read the draft, then the draft was deleted: the store finds nothing to
+    write to. That was a 204 for rows stored nowhere (a list) or a 422 about a row index
+    (an object); it is the draft's 404."""
+    assert api.put(rows_path(draft), json={"data": [{"name": "Before"}]}).status_code == 204
+    before = repo.get_draft(tenant.identifier, draft.draft_hash)
+    assert api.delete(f"/api-ext/draft/{draft.draft_hash}").status_code == 204
+    real = repo.get_draft
+    calls = {"n": 0}
+
+    def stale_once(client: str, draft_hash: str) -> Draft | None:
+        calls["n"] += 1
+        return before if calls["n"] == 1 else real(client, draft_hash)
+
+    monkeypatch.setattr(repo, "get_draft", stale_once)
+    body_ = assert_error(api.put(rows_path(draft), json=body), 404)
+    assert body_["message"] == "No draft with this hash exists for this client."
+    assert stored_rows(repo, draft) == 0
 
 
 def file_token(tenant: Client) -> str:

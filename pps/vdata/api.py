@@ -18,7 +18,7 @@ from pps.uploads.kinds import UnknownKind, sniff
 from pps.uploads.store import UploadRefused, read_upload
 from pps.uploads.web_body import json_or_form_body, request_body, uploaded_part
 from pps.vdata.page_info import UNITS, USAGES, page_info
-from pps.vdata.service import MAX_ROW_INDEX, RowsRefused, import_table, put_rows
+from pps.vdata.service import MAX_ROW_INDEX, DraftGone, RowsRefused, import_table, put_rows
 from pps.vdata.tabular import TableError
 from pps.web.common import no_content
 from pps.webhooks.events import DRAFT_UPDATED, draft_payload, emit
@@ -206,6 +206,8 @@ def import_rows(draft_hash: str) -> Response:
         raise ValidationFailed(str(exc), errors=exc.errors) from None
     except TemplateNotRenderable as exc:
         raise ValidationFailed(str(exc), errors={"template": [str(exc)]}) from None
+    except DraftGone:  # deleted while the file was read
+        raise NotFound(DRAFT_NOT_FOUND) from None
     _announce_update(draft_hash)
     return no_content()
 
@@ -250,6 +252,8 @@ def replace_rows(data: dict[str, Any], draft_hash: str) -> Response:
         raise ValidationFailed(str(exc), errors=exc.errors) from None
     except TemplateNotRenderable as exc:  # rows are checked against it, as in POST
         raise ValidationFailed(str(exc), errors={"template": [str(exc)]}) from None
+    except DraftGone:  # deleted while the rows were checked
+        raise NotFound(DRAFT_NOT_FOUND) from None
     if not done:
         message = "data names a row index the draft does not have; send a list to replace rows."
         raise ValidationFailed(message, errors={"data": [message]})

@@ -15,12 +15,17 @@ from pps.platform.services import Services
 from pps.vdata.rows import RowProblems, check_rows, rows_from_table, text_values
 from pps.vdata.tabular import ColumnMapping, TableError, read_table, resolve_mapping
 
-__all__ = ["MAX_ROW_INDEX", "RowsRefused", "copy_rows", "import_table", "put_rows"]
+__all__ = ["MAX_ROW_INDEX", "DraftGone", "RowsRefused", "copy_rows", "import_table", "put_rows"]
 
 #: The largest row index (``PUT``) or offset (``GET``) a client may name. No draft has that
 #: many rows (``PPS_MAX_VARIABLE_ROWS``); a larger number would overflow the databases'
 #: 64-bit integers in the query instead of naming no row.
 MAX_ROW_INDEX = 2**31 - 1
+
+
+class DraftGone(LookupError):
+    """The draft was deleted after it was read and before its rows were stored: nothing
+    was stored, and the caller answers as for a draft that does not exist."""
 
 
 class RowsRefused(ValueError):
@@ -61,7 +66,8 @@ def import_table(
 ) -> int:
     """Replace the draft's rows with the file's; the number of rows stored.
 
-    Raises :class:`TableError` (file or mapping) or :class:`RowsRefused`.
+    Raises :class:`TableError` (file or mapping), :class:`RowsRefused` or
+    :class:`DraftGone`.
     """
     table = read_table(kind, data, svc.settings.max_variable_rows)
     columns = resolve_mapping(
@@ -69,7 +75,8 @@ def import_table(
     )
     rows = rows_from_table(table, columns)
     _check(svc, draft, template, rows, {key: label for key, (_, label) in columns.items()})
-    svc.variable_data.replace(draft.client_identifier, draft.draft_hash, rows)
+    if not svc.variable_data.replace(draft.client_identifier, draft.draft_hash, rows):
+        raise DraftGone(draft.draft_hash)
     return len(rows)
 
 
@@ -88,7 +95,8 @@ def put_rows(
 ) -> bool:
     """PUT's ``data``: a list replaces every row; an object keyed by row index (counted
     from 0, as the rows are listed) updates those rows key by key. False when an index
-    has no row. Raises :class:`TableError` for a malformed row, :class:`RowsRefused`."""
+    has no row. Raises :class:`TableError` for a malformed row, :class:`RowsRefused`,
+    :class:`DraftGone`."""
     changes: dict[int, dict[str, str]] = {}
     items: list[tuple[str, Any]]
     if isinstance(data, Mapping):
@@ -110,16 +118,22 @@ def put_rows(
     if isinstance(data, list):
         rows = [changes[index] for index in range(len(changes))]
         _check(svc, draft, template, rows)
-        svc.variable_data.replace(draft.client_identifier, draft.draft_hash, rows)
+        if not svc.variable_data.replace(draft.client_identifier, draft.draft_hash, rows):
+            raise DraftGone(draft.draft_hash)
         return True
     for index, values in sorted(changes.items()):
         if index > MAX_ROW_INDEX:  # no such row, and the query could not hold the index
             return False
         stored = svc.variable_data.row(draft.draft_hash, index)
         if stored is None:
+            if svc.repository.get_draft_ref(draft.client_identifier, draft.draft_hash) is None:
+                raise DraftGone(draft.draft_hash)  # its rows went with it
             return False
         _check(svc, draft, template, [{**stored, **values}], first_row=index + 1)
-    return bool(svc.variable_data.update(draft.client_identifier, draft.draft_hash, changes))
+    updated = svc.variable_data.update(draft.client_identifier, draft.draft_hash, changes)
+    if updated is None:
+        raise DraftGone(draft.draft_hash)
+    return updated
 
 
 def copy_rows(svc: Services, source: Draft, target_hash: str) -> int:

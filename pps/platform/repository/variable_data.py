@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from pps.platform.repository.draft_lock import lock_draft
 from pps.platform.repository.tables import drafts, variable_rows
 
 __all__ = ["SqlVariableDataStore"]
@@ -30,14 +31,12 @@ class SqlVariableDataStore:
         self.engine = engine
 
     def _owned(self, conn: Connection, client: str, draft_hash: str) -> bool:
+        """Whether the draft is the client's, held until the transaction ends: a draft
+        deleted meanwhile made the rows' insert fail on the foreign key (a 500 on SQLite,
+        where a ``SELECT ... FOR UPDATE`` held nothing; see :mod:`.draft_lock`)."""
         if "\x00" in client or "\x00" in draft_hash:
             return False
-        found = conn.execute(
-            sa.select(drafts.c.draft_hash)
-            .where(drafts.c.draft_hash == draft_hash, drafts.c.client_identifier == client)
-            .with_for_update()
-        ).first()
-        return found is not None
+        return lock_draft(conn, client, draft_hash)
 
     def _touch(self, conn: Connection, draft_hash: str, count: int) -> None:
         conn.execute(
