@@ -64,7 +64,9 @@ def test_a_draft_created_for_the_source_of_a_merge_is_moved_or_refused(
         merger[0].start()
         assert held.wait(30)  # the source's drafts are moved, the source not yet deleted
         creator.start()
-        creator.join(2)  # done at once, or waiting for the merge's locks
+        # Done at once, or waiting for the merge's locks: less than the 2 s statement timeout
+        # of the default PPS_DATABASE_TIMEOUT, which would answer the wait with a 503.
+        creator.join(1)
         resume.set()
         merger[0].join(30)
         creator.join(30)
