@@ -1002,6 +1002,9 @@ def test_live_preview_needs_csrf_and_reports_problems_per_field(
     assert response.status_code == 422
     problem = response.get_json()
     assert problem["fields"] == {"f-0": ["darf höchstens 40 Zeichen lang sein (jetzt 41)"]}
+    assert problem["fieldsByKey"] == {
+        "headline": ["darf höchstens 40 Zeichen lang sein (jetzt 41)"]
+    }
     assert problem["errors"] == {"headline": ["must be at most 40 characters, got 41"]}
     assert problem["message"]
 

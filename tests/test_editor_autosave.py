@@ -191,6 +191,7 @@ def test_autosave_checks_values_as_the_form_does(
         assert response.status_code == 422
         answer = response.get_json()
         assert set(answer["fields"]) == {"f-0"}  # the form's field, as the live preview
+        assert answer["fieldsByKey"] == {"headline": answer["fields"]["f-0"]}
         assert set(answer["errors"]) == {"headline"}
     assert snapshot(repo) == before
 
@@ -363,6 +364,11 @@ def test_a_form_post_asking_for_json_first_gets_its_refusals_as_json(
     body = refused.get_json()
     assert body["message"] == "Please correct the marked fields. Nothing was saved."
     assert body["fields"]["f-0"] == ["is required"]
+    # The same messages by DataKey, as the bridge hands them to the shop's page.
+    assert body["fieldsByKey"] == {
+        "headline": ["is required"],
+        "phone": ["must be at most 30 characters (now 31)"],
+    }
 
     api.put(f"/api-ext/draft/{draft.draft_hash}", json={"apiDefaultValues": {"headline": "Theirs"}})
     before = snapshot(repo)

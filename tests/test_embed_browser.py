@@ -290,7 +290,7 @@ def test_shop_page_drives_the_framed_editor_through_the_client(
     connected(page)
     assert shop.problems == []
     draft_hash = shop.drafts[-1]
-    assert page.evaluate("window.clientVersion") == "1.1.0"
+    assert page.evaluate("window.clientVersion") == "1.2.0"
 
     # Loaded, with the draft's info.
     loaded = wait_event(page, "editor.loaded")
@@ -859,8 +859,12 @@ SETTLED = """(script) => new Function("editor", "return " + script)(window.edito
   () => null,
   (error) => ({
     name: error.name, code: error.code, message: error.message, retryAfter: error.retryAfter,
+    fields: error.fields,
   })
 )"""
+
+#: pps's message beside the postcard's recipientName for 400 characters.
+TOO_LONG = "must be at most 60 characters (now 400)"
 
 
 def test_finish_of_a_draft_the_shop_locked_reports_pps_message(page: Any, shop: Shop) -> None:
@@ -878,6 +882,7 @@ def test_finish_of_a_draft_the_shop_locked_reports_pps_message(page: Any, shop: 
         "message": "The shop has locked this design: it can be looked at but no longer changed. "
         "Nothing was saved.",
         "retryAfter": None,
+        "fields": {},
     }
     assert draft(shop, draft_hash)["state"] != "finished"
 
@@ -926,6 +931,7 @@ def test_save_on_a_draft_changed_elsewhere_reports_pps_message(page: Any, shop: 
         "code": "http-409",
         "message": conflict_text,
         "retryAfter": None,
+        "fields": {},
     }
     assert "changed" in conflict_text
 
@@ -947,6 +953,8 @@ def test_finish_of_a_draft_changed_elsewhere_or_with_refused_values_reports_pps_
     invalid = page.evaluate(SETTLED, "editor.finish()")
     assert invalid["code"] == "invalid", invalid
     assert invalid["message"].startswith("Please correct the marked fields. Nothing was saved.")
+    # Which field, in the editor's words, by the DataKey the shop's page knows.
+    assert invalid["fields"] == {"recipientName": [TOO_LONG]}, invalid
 
     frame.locator("[name='v:recipientName']").evaluate("(input) => { input.value = 'Grace'; }")
     shop.api("PUT", f"/api-ext/draft/{draft_hash}", {"apiDefaultValues": {"city": "Paris"}})
@@ -958,10 +966,33 @@ def test_finish_of_a_draft_changed_elsewhere_or_with_refused_values_reports_pps_
         "you opened it, so your latest changes are not saved yet. Reload to see the other "
         "changes, or keep yours and replace them.",
         "retryAfter": None,
+        "fields": {},
     }
     stored = draft(shop, draft_hash)
     assert stored["state"] != "finished"
     assert stored["apiDefaultValues"]["city"] == "Paris"
+
+
+def test_save_with_refused_values_reports_each_fields_message(page: Any, shop: Shop) -> None:
+    """save() (the autosave's) refused for a value the template refuses names the field by
+    its DataKey, in the editor's words, as finish() does; nothing is saved."""
+    page.goto(f"{shop.origin}/frame-auth")
+    connected(page)
+    wait_event(page, "editor.loaded")
+    draft_hash = shop.drafts[-1]
+    before = draft(shop, draft_hash)["apiDefaultValues"]
+    editor_frame(page).locator("[name='v:recipientName']").evaluate(
+        "(input) => { input.value = 'W'.repeat(400); }"
+    )
+    refused = page.evaluate(SETTLED, "editor.save()")
+    assert refused == {
+        "name": "EditorError",
+        "code": "invalid",
+        "message": "Please correct the marked fields. Nothing was saved.",
+        "retryAfter": None,
+        "fields": {"recipientName": [TOO_LONG]},
+    }
+    assert draft(shop, draft_hash)["apiDefaultValues"] == before
 
 
 @pytest.fixture(scope="module")
@@ -1003,4 +1034,5 @@ def test_save_and_finish_while_redis_hangs_report_pps_message_and_retry_after(
         assert "unavailable" in refused["message"], refused
         assert "SERVICE UNAVAILABLE" not in refused["message"], refused
         assert isinstance(refused["retryAfter"], int) and refused["retryAfter"] > 0, refused
+        assert refused["fields"] == {}, refused
     assert draft(shop, draft_hash)["state"] != "finished"

@@ -755,14 +755,17 @@ def _render(
 
 
 def _problem_json(ctx: EditorContext, errors: dict[str, list[Problem]]) -> Response:
-    """422 for the script: per field index (as the form numbers them) the translated messages;
-    ``errors`` per DataKey in English, as the API words them."""
+    """422 for the script: per field index (as the form numbers them) the translated messages,
+    and the same per DataKey in ``fieldsByKey`` (the embed bridge hands those to the shop,
+    which knows DataKeys, not the form's ids); ``errors`` per DataKey in English, as the API
+    words them."""
     index = {field.key: position for position, field in enumerate(ctx.fields)}
-    by_field = {
-        f"f-{index[key]}": [ctx.t.problem(problem) for problem in problems]
+    by_key = {
+        key: [ctx.t.problem(problem) for problem in problems]
         for key, problems in errors.items()
         if key in index
     }
+    by_field = {f"f-{index[key]}": messages for key, messages in by_key.items()}
     general = [
         ctx.t.problem(problem)
         for key, problems in errors.items()
@@ -776,6 +779,7 @@ def _problem_json(ctx: EditorContext, errors: dict[str, list[Problem]]) -> Respo
             "success": False,
             "errors": english_errors,
             "fields": by_field,
+            "fieldsByKey": by_key,
             "general": general,
         }
     )

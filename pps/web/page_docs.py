@@ -72,7 +72,8 @@ the form showing the sent values on the current version and nothing is saved; se
 form again overwrites (a form without `base_version` is not checked). `action=proof` saves,
 then `303` to the proof step. A script that ranks `application/json` above `text/html` in
 `Accept` (the embed bridge: `application/json, text/html;q=0.9`) gets every refusal as JSON
-with `message`: the `422` as the live preview's (`fields`, `general`), the `409` as the
+with `message`: the `422` as the live preview's (`fields` per form field, `fieldsByKey` the
+same messages per DataKey, `general`), the `409` as the
 autosave's (`conflict`, `currentVersion`), errors with their `Retry-After`; successful
 answers stay the same.
 """

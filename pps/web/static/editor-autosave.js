@@ -291,15 +291,20 @@
         retryLater(retryAfter);
       }
       // 4xx: the next change tries again (a 422 names the fields through the live preview).
-      throw refused(answer.status, reason, retryAfter);
+      throw refused(answer.status, reason, retryAfter, body.fieldsByKey);
     }
 
     // A save pps refused, as the embed bridge reports it to the shop (docs/embedding.md):
-    // the code of the bridge's own form posts, pps's message, and its Retry-After.
-    function refused(status, message, retryAfter) {
+    // the code of the bridge's own form posts, pps's message, its Retry-After, and on a 422
+    // pps's messages per DataKey (fieldsByKey).
+    function refused(status, message, retryAfter, fieldsByKey) {
       var error = new Error(message);
       error.code = status === 422 ? "invalid" : "http-" + status;
       error.retryAfter = retryAfter > 0 ? retryAfter : null;
+      error.fields =
+        status === 422 && fieldsByKey && typeof fieldsByKey === "object" && !Array.isArray(fieldsByKey)
+          ? fieldsByKey
+          : null;
       return error;
     }
 

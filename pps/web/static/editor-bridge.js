@@ -48,12 +48,29 @@ function emit(name, data) {
 }
 
 class BridgeError extends Error {
-  constructor(code, message, retryAfter) {
+  constructor(code, message, retryAfter, fields) {
     super(message);
     this.code = code;
     /** Seconds pps asked to wait (its Retry-After), else null. */
     this.retryAfter = retryAfter == null ? null : retryAfter;
+    /** pps's messages per DataKey (its 422's fieldsByKey), else null. */
+    this.fields = fieldsOf(fields);
   }
+}
+
+/** pps's messages per DataKey (a 422's ``fieldsByKey``: what the editor shows beside each
+ *  field) as plain string lists, for the shop; null when there are none. */
+function fieldsOf(given) {
+  if (!given || typeof given !== "object" || Array.isArray(given)) {
+    return null;
+  }
+  const fields = {};
+  Object.keys(given).forEach((key) => {
+    if (Array.isArray(given[key])) {
+      fields[key] = given[key].map(String);
+    }
+  });
+  return fields;
 }
 
 /** What the form's posts accept: pps's errors as JSON (its `message`, errors.wants_json),
@@ -197,7 +214,8 @@ function problem(response) {
       throw new BridgeError(
         response.status === 422 ? "invalid" : "http-" + response.status,
         message || response.status + " " + response.statusText,
-        retryAfter > 0 ? retryAfter : null
+        retryAfter > 0 ? retryAfter : null,
+        response.status === 422 ? body.fieldsByKey : null
       );
     });
 }
@@ -572,6 +590,10 @@ function answer(id, work) {
       };
       if (error && typeof error.retryAfter === "number") {
         refusal.retryAfter = error.retryAfter;
+      }
+      const fields = fieldsOf(error && error.fields); // the autosave's save() has them too
+      if (fields !== null) {
+        refusal.fields = fields;
       }
       post({ kind: "response", id: id, ok: false, error: refusal });
     }

@@ -15,7 +15,7 @@
 // messages from the framed window on that origin are read; the editor checks the shop's
 // origin against the client's allowed origins in turn. No key or token passes through.
 
-export const CLIENT_VERSION = "1.1.0";
+export const CLIENT_VERSION = "1.2.0";
 export const PROTOCOL = "pps-editor";
 export const PROTOCOL_VERSION = 1;
 
@@ -39,13 +39,15 @@ const EVENT_NAMES = {
 };
 
 /** A request the editor refused; ``code`` names why, ``retryAfter`` the seconds pps asked
- *  to wait (its Retry-After, on a 429 or 503), else null (docs/embedding.md). */
+ *  to wait (its Retry-After, on a 429 or 503), else null, ``fields`` pps's messages per
+ *  DataKey for values it refused ({"<DataKey>": ["..."]}), else {} (docs/embedding.md). */
 export class EditorError extends Error {
-  constructor(code, message, retryAfter) {
+  constructor(code, message, retryAfter, fields) {
     super(message);
     this.name = "EditorError";
     this.code = code;
     this.retryAfter = typeof retryAfter === "number" ? retryAfter : null;
+    this.fields = fields && typeof fields === "object" && !Array.isArray(fields) ? fields : {};
   }
 }
 
@@ -271,7 +273,8 @@ class Channel {
         if (data.ok) {
           waiting.resolve(data.result);
         } else {
-          waiting.reject(new EditorError(data.error.code, data.error.message, data.error.retryAfter));
+          const error = data.error;
+          waiting.reject(new EditorError(error.code, error.message, error.retryAfter, error.fields));
         }
       }
     } else if (data.kind === "event" && Object.prototype.hasOwnProperty.call(EVENT_NAMES, data.name)) {
