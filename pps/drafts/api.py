@@ -23,6 +23,7 @@ from pps.files.sweep import delete_draft_files
 from pps.files.uploaded import upload_key
 from pps.platform.errors import NotFound, ValidationFailed
 from pps.platform.models import Draft, Template
+from pps.platform.repository import NotAMember
 from pps.preflight import preflight_and_store
 from pps.render.problems import english
 from pps.uploads.budget import room_for
@@ -164,15 +165,18 @@ def claim_drafts(data: dict[str, Any]) -> Response:
     client = current_client().identifier
     repository = services().repository
     group = check_group(repository, client, data["userGroupIdentifier"])
-    if group is not None:
-        member = repository.get_user(client, data["userIdentifier"])
-        if member is not None and member.user_group_identifier != group:
-            raise ValidationFailed(
-                errors={"userIdentifier": ["The user is not a member of this user group."]}
-            )
-    result = repository.claim_drafts(
-        client, data["userIdentifier"], data["drafts"], data["dryRun"], user_group_identifier=group
-    )
+    try:
+        result = repository.claim_drafts(
+            client,
+            data["userIdentifier"],
+            data["drafts"],
+            data["dryRun"],
+            user_group_identifier=group,
+        )
+    except NotAMember:
+        raise ValidationFailed(
+            errors={"userIdentifier": ["The user is not a member of this user group."]}
+        ) from None
     if result is None:
         raise ValidationFailed(
             errors={"userIdentifier": ["No user with this identifier exists for this client."]}

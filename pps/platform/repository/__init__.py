@@ -56,6 +56,11 @@ class DuplicateIdentifier(Exception):
     """An identifier given by an operator is taken already."""
 
 
+class NotAMember(Exception):
+    """A claim within a user group for a user who is not a member of it: nothing was
+    claimed."""
+
+
 class VersionConflict(Exception):
     """A change meant for one version of a draft found it at another (changed meanwhile by
     the API, another tab or another editor): nothing was written."""
@@ -264,8 +269,9 @@ class Repository(Protocol):
     ) -> dict[str, bool] | None:
         """Give the listed drafts to the user; per hash whether it was (or would be) claimed.
 
-        With ``user_group_identifier`` only drafts of that group are claimed. None when the
-        user is not a user of ``client``.
+        With ``user_group_identifier`` only drafts of that group are claimed, and only for
+        a member of it (:class:`NotAMember` otherwise), as the user is when the claim holds
+        it. None when the user is not a user of ``client``.
         """
         ...
 

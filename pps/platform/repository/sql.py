@@ -34,6 +34,7 @@ from pps.platform.models import (
 from pps.platform.repository import (
     USER_FIELDS,
     DuplicateIdentifier,
+    NotAMember,
     Page,
     ReplacedUpload,
     VersionConflict,
@@ -980,14 +981,21 @@ class SqlRepository:
         if user_group_identifier is not None:
             condition = sa.and_(condition, drafts.c.user_group_identifier == user_group_identifier)
         with self.engine.connect() as conn, conn.begin() as transaction:
-            exists = (
-                self._get_user(conn, client, user_identifier) is not None
-                if dry_run  # reads only
-                else self._lock_user(conn, client, user_identifier)
-            )
-            if not exists:
+            # The user is held (unless this only reads) before its membership is read, in
+            # the same transaction: a user moved out of the group, deleted or merged away
+            # before the lock is seen here, and one after it waits for this claim. The
+            # checked user was read apart from the claim, and a user who had left the
+            # group meanwhile still received its drafts. The user is locked before any
+            # draft, in the order deletes and merges take them, so neither deadlocks
+            # with a claim; the drafts' foreign key check then needs only this user.
+            held = dry_run or self._lock_user(conn, client, user_identifier)
+            user = self._get_user(conn, client, user_identifier) if held else None
+            if user is None:
                 transaction.rollback()
                 return None
+            if user_group_identifier not in (None, user.user_group_identifier):
+                transaction.rollback()
+                raise NotAMember(user_identifier)
             found = (
                 set(conn.execute(sa.select(drafts.c.draft_hash).where(condition)).scalars())
                 if possible

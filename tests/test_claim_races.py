@@ -1,0 +1,172 @@
+"""A claim within a user group while the claiming user leaves the group.
+
+``POST /api-ext/draft/claim`` with ``userGroupIdentifier`` gives the group's drafts only to
+a member. The membership was checked before the claim's transaction: a user moved to
+another group, taken out of it, deleted or merged into another user between the check and
+the claim still received the group's drafts. Now the claim checks the membership after it
+holds the user, so it sees every change made before and holds off every change after:
+the racing claim is the documented 422 with nothing changed, or it came first and the
+change then applies. Each race is pinned: the claim is held just before it locks the
+user (or just after), and the change runs meanwhile. Real SQLite and PostgreSQL, real
+threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from api_support import assert_error, make_template, make_user
+from conftest import ApiClient
+from flask import Flask
+from test_user_races import held_before
+
+from pps.platform.models import Client
+from pps.platform.repository.sql import SqlRepository
+
+NOT_A_MEMBER = "The user is not a member of this user group."
+NO_USER = "No user with this identifier exists for this client."
+
+
+class Groups:
+    """Two groups of the tenant; in the first a draft of its owner and a member to claim
+    it; a user of no group."""
+
+    def __init__(self, api: ApiClient, repo: SqlRepository, tenant: Client) -> None:
+        self.group = api.post("/api-ext/user-group").get_json()["data"]["identifier"]
+        self.other = api.post("/api-ext/user-group").get_json()["data"]["identifier"]
+        self.owner = make_user(repo, tenant, user_group_identifier=self.group)
+        self.member = make_user(repo, tenant, user_group_identifier=self.group)
+        self.outsider = make_user(repo, tenant)
+        template = make_template(repo, tenant, "TPLclaim")
+        draft = repo.create_draft(
+            tenant.identifier,
+            user_identifier=self.owner.identifier,
+            template_identifier=template.identifier,
+            intent="customize",
+            api_default_values={},
+            custom_attributes={},
+            user_group_identifier=self.group,
+        )
+        assert draft is not None
+        self.draft = draft
+
+    def claim_body(self) -> dict[str, Any]:
+        return {
+            "user_identifier": self.member.identifier,
+            "drafts": [self.draft.draft_hash],
+            "dryRun": False,
+            "userGroupIdentifier": self.group,
+        }
+
+
+def move_to_other(api: ApiClient, groups: Groups) -> int:
+    path = f"/api-ext/user/{groups.member.identifier}"
+    return int(api.put(path, json={"userGroupIdentifier": groups.other}).status_code)
+
+
+def take_out(api: ApiClient, groups: Groups) -> int:
+    path = f"/api-ext/user/{groups.member.identifier}"
+    return int(api.put(path, json={"userGroupIdentifier": ""}).status_code)
+
+
+def delete(api: ApiClient, groups: Groups) -> int:
+    return int(api.delete(f"/api-ext/user/{groups.member.identifier}").status_code)
+
+
+def merge_away(api: ApiClient, groups: Groups) -> int:
+    path = f"/api-ext/user/{groups.outsider.identifier}/merge"
+    return int(api.post(path, json={"sourceUserIdentifier": groups.member.identifier}).status_code)
+
+
+Change = Callable[[ApiClient, Groups], int]
+
+#: Each way the API lets a user stop being a member: the change, its status, and the
+#: claim's message when the change came first.
+CHANGES: dict[str, tuple[Change, int, str]] = {
+    "moved to another group": (move_to_other, 200, NOT_A_MEMBER),
+    "taken out of the group": (take_out, 200, NOT_A_MEMBER),
+    "deleted": (delete, 204, NO_USER),
+    "merged into another user": (merge_away, 200, NO_USER),
+}
+
+
+def race(
+    app: Flask, repo: SqlRepository, tenant: Client, groups: Groups, hold_at: str, change: Change
+) -> tuple[Any, int]:
+    """The claim's response and the change's status, the claim held just before its first
+    statement starting with ``hold_at`` while the change runs."""
+    answers: dict[str, Any] = {}
+
+    def claim() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["claim"] = mine.post("/api-ext/draft/claim", json=groups.claim_body())
+
+    def run_change() -> None:
+        answers["change"] = change(ApiClient(app.test_client(), tenant.api_key), groups)
+
+    claimer: list[threading.Thread] = [threading.Thread(target=claim)]
+    hook, held, resume = held_before(repo, hold_at, claimer)
+    changer = threading.Thread(target=run_change)
+    sa.event.listen(repo.engine, "before_cursor_execute", hook)
+    try:
+        claimer[0].start()
+        assert held.wait(30)
+        changer.start()
+        # Done at once, or waiting for the claim's lock: less than the 2 s statement
+        # timeout of the default PPS_DATABASE_TIMEOUT, which would answer it with a 503.
+        changer.join(1)
+        resume.set()
+        claimer[0].join(30)
+        changer.join(30)
+    finally:
+        resume.set()
+        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    return answers["claim"], answers["change"]
+
+
+@pytest.mark.parametrize("name", list(CHANGES))
+def test_a_user_who_leaves_the_group_before_the_claim_gets_nothing(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, name: str
+) -> None:
+    """The claim has checked the membership (before the fix) and is held just before it
+    locks the user; the user leaves the group meanwhile. The claim is a 422 and the draft
+    stays its owner's."""
+    change, status, message = CHANGES[name]
+    groups = Groups(api, repo, tenant)
+    claimed, changed = race(app, repo, tenant, groups, "UPDATE USERS", change)
+    assert changed == status
+    body = assert_error(claimed, 422, "user_identifier")
+    assert body["errors"]["user_identifier"] == [message]
+    draft = repo.get_draft(tenant.identifier, groups.draft.draft_hash)
+    assert draft is not None and draft.user_identifier == groups.owner.identifier
+
+
+@pytest.mark.parametrize("name", list(CHANGES))
+def test_a_user_who_leaves_the_group_while_the_claim_holds_it_claims_first(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, name: str
+) -> None:
+    """The claim holds the user (held just before it reads the drafts); the change waits
+    for it, without a deadlock (a 503), and applies after the claim, to the claimed draft
+    too."""
+    change, status, _message = CHANGES[name]
+    groups = Groups(api, repo, tenant)
+    claimed, changed = race(app, repo, tenant, groups, "SELECT DRAFTS.DRAFT_HASH", change)
+    assert claimed.status_code == 200, claimed.get_data(as_text=True)
+    assert claimed.get_json() == {groups.draft.draft_hash: True}
+    assert changed == status
+    member = repo.get_user(tenant.identifier, groups.member.identifier)
+    draft = repo.get_draft(tenant.identifier, groups.draft.draft_hash)
+    if change is delete:
+        assert member is None and draft is None  # deleted with its user
+        return
+    assert draft is not None
+    if change is merge_away:
+        assert member is None and draft.user_identifier == groups.outsider.identifier
+        return
+    assert draft.user_identifier == groups.member.identifier
+    assert member is not None
+    assert member.user_group_identifier == (groups.other if change is move_to_other else None)
