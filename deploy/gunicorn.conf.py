@@ -277,7 +277,8 @@ def on_starting(server: Any) -> None:
 
 def post_worker_init(worker: Any) -> None:
     """Move the loaded app out of the garbage collector's sight (``gc.freeze``), then let
-    pps resume sending its outbox (:func:`pps.app.resume_outbox`).
+    pps resume sending its outbox (:func:`pps.app.resume_outbox`) and, without Redis, look
+    for batches whose job was lost (:func:`pps.app.resume_jobs`).
 
     A worker holds about 200,000 long-lived objects once the app is built (Flask,
     SQLAlchemy, reportlab, the templates). Every full collection walked all of them: a pause
@@ -295,6 +296,7 @@ def post_worker_init(worker: Any) -> None:
     gc.freeze()
     if getattr(worker.app, "app_uri", None) != wsgi_app:
         return
-    from pps.app import resume_outbox
+    from pps.app import resume_jobs, resume_outbox
 
     resume_outbox(worker.wsgi)
+    resume_jobs(worker.wsgi)

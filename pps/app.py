@@ -113,6 +113,23 @@ def resume_outbox(app: Flask) -> bool:
     return services.resume_outbox()
 
 
+def resume_jobs(app: Flask) -> bool:
+    """Without Redis, start the job thread of a process that serves ``app``: it looks for
+    batches whose job was lost (a process that stopped took its queue with it) as it starts
+    and every minute, and queues them again or fails them (:mod:`pps.processing.lost`);
+    True when it runs. With Redis, ``pps worker`` does that. Call it where
+    :func:`resume_outbox` is called, for the same reasons.
+    """
+    from pps.platform.queue import ThreadJobQueue
+    from pps.processing.lost import INTERVAL, sweep_lost_jobs
+
+    services: Services = app.extensions["pps"]
+    if not isinstance(services.jobs, ThreadJobQueue):
+        return False
+    services.jobs.watch(lambda: sweep_lost_jobs(services), INTERVAL)
+    return True
+
+
 def register_blueprints(app: Flask) -> None:
     from pps.web.page_docs import document_pages
 

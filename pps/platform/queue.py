@@ -6,8 +6,9 @@
   storage) renders. Jobs survive app restarts and wait in Redis while no worker runs.
 * **Thread** (no Redis, or ``PPS_WORKER_MODE=thread``): each app process renders its own
   submissions in one background thread. Single host only: the thread writes to the local
-  file storage, and a job queued in a process that stops is lost (its drafts stay
-  ``pending``). Good for development and small installations.
+  file storage, and a job queued in a process that stops is lost until the thread of a
+  served process finds it (:meth:`ThreadJobQueue.watch`, :mod:`pps.processing.lost`).
+  Good for development and small installations.
 
 Notifications of a job (``stateChangedNotifyUrl``) never wait in the job: it queues them in
 the webhook outbox, and a dispatcher (the app's, or ``pps worker``'s main process) sends
@@ -25,6 +26,8 @@ import logging
 import os
 import queue
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -47,6 +50,7 @@ __all__ = [
     "ThreadJobQueue",
     "WorkerServices",
     "configure_worker",
+    "job_timeout",
     "open_job_queue",
     "queue_processing",
     "uses_redis",
@@ -71,6 +75,11 @@ RQ_ON_FAILURE = "pps.processing.worker.rq_failed"
 Runner = Callable[[str, str], object]
 
 
+def job_timeout(draft_count: int) -> int:
+    """RQ's limit, in seconds, for the job of a processing of ``draft_count`` drafts."""
+    return JOB_TIMEOUT_BASE + JOB_TIMEOUT_PER_DRAFT * draft_count
+
+
 class JobQueueUnavailable(Exception):
     """The job could not be queued (Redis is down); nothing will process it."""
 
@@ -80,6 +89,10 @@ class JobQueue(Protocol):
 
     def enqueue(self, client: str, processing_id: str, draft_count: int) -> None:
         """Queue the processing; :class:`JobQueueUnavailable` when that is impossible."""
+        ...
+
+    def active(self) -> set[str]:
+        """Ids of the processings with a job waiting or running here."""
         ...
 
     def close(self) -> None: ...
@@ -125,10 +138,33 @@ class RqJobQueue:
                 self.queue,
                 client,
                 processing_id,
-                timeout=JOB_TIMEOUT_BASE + JOB_TIMEOUT_PER_DRAFT * draft_count,
+                timeout=job_timeout(draft_count),
             )
         except redis.RedisError as exc:
             raise JobQueueUnavailable(str(exc)) from exc
+
+    def active(self) -> set[str]:
+        """Processings with a job scheduled (a retry), queued, being taken or started.
+
+        Read in the order a job moves (scheduled, queued, taken by a worker, started), so a
+        job moving on between two reads is seen at the later one. A started job whose worker
+        died counts until RQ's maintenance fails it (its failure callback records that).
+        """
+        from rq.job import Job
+
+        queue = self.queue
+        ids = [
+            *queue.scheduled_job_registry.get_job_ids(cleanup=False),
+            *queue.get_job_ids(),
+            *queue.intermediate_queue.get_job_ids(),
+            *queue.started_job_registry.get_job_ids(cleanup=False),
+        ]
+        jobs = Job.fetch_many(list(dict.fromkeys(ids)), connection=self.connection)
+        return {
+            str(job.args[1])
+            for job in jobs
+            if job is not None and job.func_name == RQ_JOB and len(job.args) == 2
+        }
 
     def close(self) -> None:
         self.connection.close()
@@ -262,10 +298,12 @@ def worker_services(build: Callable[[Settings], WorkerServices]) -> WorkerServic
 # -- thread ------------------------------------------------------------------------------
 
 _STOP = object()
+_WAKE = object()
 
 
 class ThreadJobQueue:
-    """One background thread per app process, started on the first job.
+    """One background thread per app process, started on the first job (or by
+    :meth:`watch`, as a served process starts).
 
     Started lazily, and again after a fork, because the app may be built in a parent
     process (``gunicorn --preload``) whose threads do not survive into the workers.
@@ -280,28 +318,66 @@ class ThreadJobQueue:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._pid = 0
+        self._active: Counter[str] = Counter()  # queued or running, per processing
+        self._sweep: Callable[[], object] | None = None
+        self._sweep_interval = 0.0
 
     def enqueue(self, client: str, processing_id: str, draft_count: int) -> None:
         with self._lock:
-            if self._thread is None or self._pid != os.getpid():
-                self._queue = queue.Queue()
-                self._thread = threading.Thread(
-                    target=self._run, args=(self._queue,), name="pps-processing", daemon=True
-                )
-                self._pid = os.getpid()
-                self._thread.start()
+            self._start()
+            self._active[processing_id] += 1
             self._queue.put((client, processing_id))
 
+    def active(self) -> set[str]:
+        with self._lock:
+            return set(self._active) if self._pid == os.getpid() else set()
+
+    def watch(self, sweep: Callable[[], object], interval: float) -> None:
+        """Start the thread now and have it call ``sweep`` as it starts and every
+        ``interval`` seconds (between jobs): a served process finds the jobs that a process
+        which stopped took with it (:mod:`pps.processing.lost`)."""
+        with self._lock:
+            self._sweep, self._sweep_interval = sweep, interval
+            self._start()
+            self._queue.put(_WAKE)  # a thread started by a job waits for the next one
+
+    def _start(self) -> None:
+        """Start the thread unless it runs in this process (called under the lock)."""
+        if self._thread is None or self._pid != os.getpid():
+            self._queue = queue.Queue()
+            self._active = Counter()
+            self._thread = threading.Thread(
+                target=self._run, args=(self._queue,), name="pps-processing", daemon=True
+            )
+            self._pid = os.getpid()
+            self._thread.start()
+
     def _run(self, jobs: queue.Queue[Any]) -> None:
+        due = time.monotonic()
         while True:
-            item = jobs.get()
+            sweep = self._sweep
+            if sweep is not None and time.monotonic() >= due:
+                due = time.monotonic() + self._sweep_interval
+                try:
+                    sweep()
+                except Exception:
+                    log.exception("looking for lost processing jobs failed")
+            try:
+                item = jobs.get(timeout=max(0.0, due - time.monotonic()) if sweep else None)
+            except queue.Empty:
+                continue
             if item is _STOP:
                 return
+            if item is _WAKE:
+                continue
             client, processing_id = item
             try:
                 self._runner(client, processing_id)
             except Exception:
                 log.exception("processing %s failed", processing_id)
+            finally:
+                with self._lock:
+                    self._active -= Counter({processing_id: 1})
 
     def join(self, timeout: float | None = None) -> None:
         """Wait until every queued job has run (tests; a clean shutdown)."""

@@ -17,6 +17,7 @@ from flask.cli import with_appcontext
 from pps.platform.outages import OUTAGES, outage_message
 from pps.platform.queue import QUEUE_NAME, configure_worker, uses_redis
 from pps.platform.settings import Settings
+from pps.processing.lost import LostJobSchedule
 from pps.processing.maintenance import RetentionSchedule
 from pps.processing.worker_name import NameTaken, claim_worker_name
 
@@ -85,12 +86,13 @@ def worker(burst: bool, simple: bool, name: str | None) -> None:
 LOOP_ENDED = "its RQ worker loop ended without being asked to (see above)."
 
 
-def _noting_stop(base: type[Any], retention: RetentionSchedule) -> type[Any]:
+def _noting_stop(base: type[Any], retention: RetentionSchedule, lost: LostJobSchedule) -> type[Any]:
     """``base`` (RQ's ``Worker`` or ``SimpleWorker``) noting a requested stop: SIGINT,
     SIGTERM, or RQ's shutdown command (sent as SIGINT). RQ's loop also ends by itself,
     after it logged "found an unhandled exception, quitting" (a Redis call outside its wait
     for a job failed: Redis lost as a job starts or ends), and nothing else tells the two
-    apart. Its maintenance also prunes finished processings when due (``retention``)."""
+    apart. Its maintenance also prunes finished processings when due (``retention``) and
+    queues again, or fails, those whose job was lost (``lost``, :mod:`pps.processing.lost`)."""
 
     class StopNoting(base):  # type: ignore[misc]
         stop_requested = False
@@ -102,6 +104,7 @@ def _noting_stop(base: type[Any], retention: RetentionSchedule) -> type[Any]:
         def run_maintenance_tasks(self) -> None:
             super().run_maintenance_tasks()
             retention.run_if_due()
+            lost.run_if_due()
 
     return StopNoting
 
@@ -134,7 +137,8 @@ def _work(settings: Settings, burst: bool, simple: bool, name: str | None) -> No
     retention = RetentionSchedule(
         current_app.extensions["pps"].repository.engine, settings.processing_retention
     )
-    worker_class = _noting_stop(SimpleWorker if simple else Worker, retention)
+    lost = LostJobSchedule(current_app.extensions["pps"])
+    worker_class = _noting_stop(SimpleWorker if simple else Worker, retention, lost)
     click.echo(
         f"pps worker: {'simple' if simple else 'forking'} worker on queue {QUEUE_NAME}"
         + (" (burst)" if burst else "; Ctrl-C stops"),

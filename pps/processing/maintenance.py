@@ -3,7 +3,8 @@
 RQ runs the worker's maintenance every ``MAINTENANCE_INTERVAL`` seconds between its waits
 for a job (:mod:`pps.processing.cli`); :class:`RetentionSchedule` rides on it and prunes
 (:func:`pps.platform.repository.retention.prune`) at most once per :data:`PRUNE_INTERVAL`,
-the first time as the worker starts. An outage, or any failure, is logged and tried again
+the first time as the worker starts (and so does the look for lost jobs,
+:class:`pps.processing.lost.LostJobSchedule`). An outage, or any failure, is logged and tried again
 at the next interval: housekeeping must never stop a worker from rendering.
 """
 

@@ -12,9 +12,9 @@ final at once, as before (:mod:`pps.processing.job`).
 Each retry is a new RQ job, scheduled by the failure callback (``pps worker`` runs RQ's
 scheduler, which queues it when due), with the attempt in its ``meta``. Not RQ's own
 ``Retry``: that retries every failure, including timeouts and bugs whose drafts were already
-failed and notified. Not a sweep of stale ``pending`` processings either: that needs a
-notion of "stale" that a long queue would trip, and a lock between workers; the failure
-callback knows exactly which job failed and why.
+failed and notified. Not the sweep for lost jobs either (:mod:`pps.processing.lost`),
+which waits a job's whole timeout first: the failure callback knows at once which job
+failed and why.
 """
 
 from __future__ import annotations

@@ -120,6 +120,16 @@ class ProcessingStore(Protocol):
         """Mark every draft that is not final as ``failed``; how many were."""
         ...
 
+    def unfinished(self, changed_before: datetime, limit: int) -> list[Processing]:
+        """Processings of any client with a draft not final and no change since
+        ``changed_before``, the longest unchanged first: those a lost job may have left."""
+        ...
+
+    def claim(self, client: str, processing_id: str, changed_before: datetime) -> bool:
+        """Mark the processing as changed now if it was not changed since ``changed_before``;
+        True for the one caller that did (of several processes that found it at once)."""
+        ...
+
 
 def _impossible(*values: str) -> bool:
     """PostgreSQL text holds no NUL; such an identifier from a URL names nothing."""
@@ -251,6 +261,43 @@ class SqlProcessingStore:
             if result.rowcount:
                 self._touch(conn, processing_id, now)
             return int(result.rowcount)
+
+    def unfinished(self, changed_before: datetime, limit: int) -> list[Processing]:
+        # Found through the few unfinished rows (index of migration 0014), not the many
+        # finished ones the retention keeps.
+        waiting = (
+            sa.select(processing_drafts.c.processing_id)
+            .where(processing_drafts.c.state.in_([PENDING, IN_PROCESS]))
+            .distinct()
+        )
+        query = (
+            sa.select(processings.c.client_identifier, processings.c.processing_id)
+            .where(
+                processings.c.processing_id.in_(waiting),
+                processings.c.updated_at < changed_before,
+            )
+            .order_by(processings.c.updated_at)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            found = [
+                self._load(conn, client, processing_id)
+                for client, processing_id in conn.execute(query).all()
+            ]
+        return [item for item in found if item is not None]
+
+    def claim(self, client: str, processing_id: str, changed_before: datetime) -> bool:
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                processings.update()
+                .where(
+                    processings.c.processing_id == processing_id,
+                    processings.c.client_identifier == client,
+                    processings.c.updated_at < changed_before,
+                )
+                .values(updated_at=utcnow())
+            )
+        return bool(result.rowcount)
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -184,6 +184,8 @@ processing_drafts = sa.Table(
     sa.Column("message", sa.Text, nullable=True),
     sa.Column("file_key", sa.String(500), nullable=True),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # The sweep for lost jobs finds the few unfinished drafts by state (migration 0014).
+    sa.Index("ix_processing_drafts_state", "state"),
 )
 
 # -- uploaded files and variable data (pps.platform.repository.uploads / .variable_data) ----------
