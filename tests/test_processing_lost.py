@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +49,7 @@ from pps.platform.repository.processing import IN_PROCESS, PENDING
 from pps.platform.repository.sql import SqlRepository
 from pps.platform.repository.tables import processing_drafts, processings
 from pps.processing.lost import INTERRUPTED, recover_lost_jobs
+from pps.processing.worker import STOPPED
 
 pytestmark = pytest.mark.slow
 
@@ -63,18 +65,22 @@ def redis_process(tmp_path: Path) -> Iterator[RedisProcess]:
         server.close()
 
 
-@pytest.fixture
-def app(tmp_path: Path, database_url: str, redis_process: RedisProcess) -> Iterator[Flask]:
-    app = create_app(
+def make_app(tmp_path: Path, database_url: str, redis_url: str) -> Flask:
+    return create_app(
         {
             "instance_path": tmp_path / "instance",
             "database_url": database_url,
-            "redis_url": redis_process.url,
+            "redis_url": redis_url,
             "secret_key": TEST_SECRET_KEY,
             "base_url": "http://localhost",
             "notify_allow_private": True,
         }
     )
+
+
+@pytest.fixture
+def app(tmp_path: Path, database_url: str, redis_process: RedisProcess) -> Iterator[Flask]:
+    app = make_app(tmp_path, database_url, redis_process.url)
     try:
         yield app
     finally:
@@ -89,6 +95,14 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
             return value
         time.sleep(0.25)
     raise AssertionError(f"not in {timeout} s: {what}")
+
+
+def listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
 
 
 def unchanged_for(engine: sa.engine.Engine, processing_id: str, hours: float) -> None:
@@ -118,6 +132,40 @@ def burst_worker(app: Flask) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stderr
+
+
+def start_worker(app: Flask, log: Path) -> subprocess.Popen[bytes]:
+    """``pps worker`` as deployed, its output appended to ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [pps_script(), "worker"],
+            env=worker_env(app),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def kill_worker_mid_job(app: Flask, api: ApiClient, processing_id: str, log: Path) -> None:
+    """A ``pps worker`` that renders the batch, SIGKILLed with its work horse (which RQ
+    runs in a session of its own) once a first draft is processed."""
+    worker = start_worker(app, log)
+    horses: list[str] = []
+    try:
+        wait_until(
+            lambda: "processed" in snapshot_states(status(api, processing_id)),
+            60,
+            log.read_text(),
+        )
+        horses = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(worker.pid)], capture_output=True, text=True
+        ).stdout.split()
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        for pid in horses:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def shop(app: Flask, drafts: int = 1) -> tuple[str, list[str], ApiClient]:
@@ -180,28 +228,7 @@ def test_a_batch_whose_job_waits_or_was_started_is_left_alone(
 
     started = services.processings.create(client, drafts, None).processing_id
     services.jobs.enqueue(client, started, len(drafts))
-    log = tmp_path / "worker.log"
-    with log.open("wb") as out:
-        worker = subprocess.Popen(
-            [pps_script(), "worker"],
-            env=worker_env(app),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_until(
-            lambda: "processed" in snapshot_states(status(api, started)), 60, log.read_text()
-        )
-        horses = subprocess.run(
-            ["ps", "-o", "pid=", "--ppid", str(worker.pid)], capture_output=True, text=True
-        ).stdout.split()
-    finally:
-        os.killpg(worker.pid, signal.SIGKILL)  # the worker and (its own session) its horse
-        worker.wait(timeout=10)
-        for pid in horses:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+    kill_worker_mid_job(app, api, started, tmp_path / "worker.log")
     assert queue.started_job_registry.count == 1
 
     queued = services.processings.create(client, drafts[:1], None).processing_id
@@ -221,6 +248,46 @@ def test_a_batch_whose_job_waits_or_was_started_is_left_alone(
     assert queue.scheduled_job_registry.count == 1
     assert queue.started_job_registry.count == 1
     assert recover_lost_jobs(services).requeued == ()  # claimed: another look leaves it
+
+
+def test_a_worker_killed_mid_job_has_its_batch_failed_by_the_next_worker(
+    tmp_path: Path, sqlite_url: str, redis_process: RedisProcess
+) -> None:
+    """RQ's part, which the look for lost jobs leaves alone: a worker SIGKILLed with its
+    work horse leaves the job started; once its heartbeat (90 s) has expired, the
+    maintenance of the next worker fails it through pps's failure callback. The shop sees
+    what was rendered, the rest failed, and is notified of it. SQLite only: the wait is
+    RQ's, the same on any database."""
+    app = make_app(tmp_path, sqlite_url, redis_process.url)
+    try:
+        _, drafts, api = shop(app, 40)
+        with receiver() as hook:
+            response = api.post(URL, json={"draftIds": drafts, "stateChangedNotifyUrl": hook.url})
+            processing_id = response.get_json()["processingId"]
+            log = tmp_path / "worker.log"
+            kill_worker_mid_job(app, api, processing_id, log)
+            worker = start_worker(app, log)
+            try:
+                final = wait_until(
+                    lambda: (
+                        (body := status(api, processing_id))
+                        and set(snapshot_states(body)) <= {"processed", "failed"}
+                        and body
+                    ),
+                    180,
+                    log.read_text(),
+                )
+                wait_until(lambda: final in hook.bodies(), 30, "the final state notified")
+            finally:
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(timeout=30)
+    finally:
+        app.extensions["pps"].close()
+    states = snapshot_states(final)
+    assert "processed" in states and "failed" in states, states
+    failed = {item["message"] for item in final["draftStates"] if item["state"] == "failed"}
+    assert failed == {STOPPED}
+    assert [body for body in hook.bodies() if body == final] == [final]
 
 
 def test_a_server_without_redis_killed_mid_job_finishes_the_batch_once_restarted(
@@ -284,6 +351,9 @@ def test_a_server_without_redis_killed_mid_job_finishes_the_batch_once_restarted
             finally:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+            # The worker, killed with its master, may hold the socket a moment longer: the
+            # next server must not be taken for up while it does.
+            wait_until(lambda: not listening(port), 10, "the killed server's socket closed")
             with engine.connect() as conn:  # nothing serves the API now
                 cut_off = list(
                     conn.execute(
