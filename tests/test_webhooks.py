@@ -255,7 +255,10 @@ def test_a_tls_handshake_cannot_outlast_the_deadline() -> None:
         for conn in held:
             conn.close()
     assert len(held) == 2  # the connection was made, late: the handshake was what waited
-    assert 1.4 < elapsed < 2.0, elapsed
+    # A handshake given the whole deadline after the connection's 1 s wait for the resent
+    # SYN ends at 2.5 s at the earliest; the margin below it is for a loaded machine's late
+    # wake-up of the deadline's timer (1.72 s was seen).
+    assert 1.4 < elapsed < 2.3, elapsed
 
 
 # -- the resource, as the SDK calls it ---------------------------------------------------
