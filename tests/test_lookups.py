@@ -196,7 +196,8 @@ def test_a_pooled_lookup_that_fails_leaves_no_connection_in_autocommit(
 ) -> None:
     """The statement timeout cancels a lookup that waits on a lock: the connection it ran
     on is dropped, and the pool's next one is transactional."""
-    repo = SqlRepository(postgres_url, timeout=0.6)  # 400 ms per statement
+    # 1 s per statement: ample for the writes around the lookup on a loaded machine.
+    repo = SqlRepository(postgres_url, timeout=1.5)
     blocker = sa.create_engine(postgres_url)
     try:
         client = repo.create_client("Lookups").identifier
