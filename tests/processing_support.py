@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from api_support import make_draft
 from flask import Flask
 from loopback_http import serve_on_loopback
 from rq import Queue, SimpleWorker
+from server_support import pps_script
 
 from pps.platform.models import Client, Draft, Template
 from pps.platform.queue import QUEUE_NAME, configure_worker
@@ -181,3 +183,17 @@ def worker_env(app: Flask, **extra: str) -> dict[str, str]:
         **extra,
     )
     return env
+
+
+def burst_worker(app: Flask, **extra: str) -> str:
+    """``pps worker --burst`` as deployed (forking, with its scheduler) for ``app``, with
+    :func:`worker_env` and ``extra``; its log, once it ended well."""
+    done = subprocess.run(
+        [pps_script(), "worker", "--burst"],
+        env=worker_env(app, **extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stderr

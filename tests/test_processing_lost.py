@@ -31,7 +31,14 @@ import sqlalchemy as sa
 from conftest import TEST_SECRET_KEY, ApiClient, free_port
 from fault_support import RedisProcess
 from flask import Flask
-from processing_support import card_draft, card_template, receiver, snapshot_states, worker_env
+from processing_support import (
+    burst_worker,
+    card_draft,
+    card_template,
+    receiver,
+    snapshot_states,
+    worker_env,
+)
 from rq import Queue
 from server_support import (
     ROOT,
@@ -119,19 +126,6 @@ def status(api: ApiClient, processing_id: str) -> dict[str, Any]:
     response = api.get(f"{URL}/{processing_id}")
     assert response.status_code == 200, response.get_data()
     return response.get_json()  # type: ignore[no-any-return]
-
-
-def burst_worker(app: Flask) -> str:
-    """``pps worker --burst`` as deployed (forking, with its scheduler); its log."""
-    done = subprocess.run(
-        [pps_script(), "worker", "--burst"],
-        env=worker_env(app),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stderr
 
 
 def start_worker(app: Flask, log: Path) -> subprocess.Popen[bytes]:

@@ -18,6 +18,7 @@ from api_support import assert_error
 from conftest import TEST_SECRET_KEY, ApiClient
 from flask import Flask
 from processing_support import (
+    burst_worker,
     card_draft,
     card_template,
     receiver,
@@ -257,14 +258,7 @@ def test_pps_worker_burst_renders_queued_jobs(
         assert response.status_code == 201
         processing_id = response.get_json()["processingId"]
         # The forking worker, as `make run` starts it: each job runs in a child process.
-        done = subprocess.run(
-            [pps_script(), "worker", "--burst"],
-            env=worker_env(app),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
+        burst_worker(app)
         bodies = hook.bodies()
     status = api.get(f"{URL}/{processing_id}").get_json()
     assert snapshot_states(status) == ["processed", "processed"]

@@ -11,7 +11,6 @@ PPS_TEST_DATABASE_URL is set.
 from __future__ import annotations
 
 import re
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,7 @@ import pytest
 import sqlalchemy as sa
 from conftest import ApiClient
 from flask import Flask
-from processing_support import worker_env
-from server_support import pps_script
+from processing_support import burst_worker
 
 from pps.app import create_app
 from pps.platform.models import Client
@@ -322,15 +320,8 @@ def test_pps_worker_prunes_at_its_maintenance(
     for processing_id in (done, waiting):
         last_changed(engine, processing_id, 31)
     assert api.get(f"/api-ext/pdf-processing/{done}").status_code == 200
-    finished = subprocess.run(
-        [pps_script(), "worker", "--burst"],
-        env=worker_env(app),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert finished.returncode == 0, finished.stderr
-    assert "finished processings" in finished.stderr, finished.stderr
+    log = burst_worker(app)
+    assert "finished processings" in log, log
     assert api.get(f"/api-ext/pdf-processing/{done}").status_code == 404
     assert api.get(f"/api-ext/pdf-processing/{waiting}").status_code == 200
 
