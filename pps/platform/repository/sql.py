@@ -40,7 +40,7 @@ from pps.platform.repository import (
     VersionConflict,
     deadline,
 )
-from pps.platform.repository.draft_lock import lock_draft
+from pps.platform.repository.draft_lock import lock_draft, lock_drafts
 from pps.platform.repository.lookups import PointLookup, readers_for
 from pps.platform.repository.tables import clients, drafts, templates, user_groups, users
 
@@ -535,15 +535,16 @@ class SqlRepository:
             return False
         with self.engine.connect() as conn, conn.begin() as transaction:
             # The user first, then its drafts, as claims and merges take them: locked in
-            # the other order, a claim moving drafts to this user deadlocked with it.
+            # the other order, a claim moving drafts to this user deadlocked with it. The
+            # drafts in hash order, as a claim of them takes them (see .draft_lock).
             if not self._lock_user(conn, client, identifier, removing=True):
                 transaction.rollback()
                 return False
-            conn.execute(
-                drafts.delete().where(
-                    drafts.c.user_identifier == identifier, drafts.c.client_identifier == client
-                )
+            owned = sa.and_(
+                drafts.c.user_identifier == identifier, drafts.c.client_identifier == client
             )
+            lock_drafts(conn, owned, deleting=True)
+            conn.execute(drafts.delete().where(owned))
             conn.execute(
                 users.delete().where(
                     users.c.identifier == identifier, users.c.client_identifier == client
@@ -560,10 +561,13 @@ class SqlRepository:
                 if not self._lock_user(conn, client, identifier, removing=identifier == source):
                     transaction.rollback()
                     return False
+            # The source's drafts in hash order, as a claim of them takes them.
+            moved = sa.and_(
+                drafts.c.user_identifier == source, drafts.c.client_identifier == client
+            )
+            lock_drafts(conn, moved)
             conn.execute(
-                drafts.update()
-                .where(drafts.c.user_identifier == source, drafts.c.client_identifier == client)
-                .values(user_identifier=target, updated_at=utcnow())
+                drafts.update().where(moved).values(user_identifier=target, updated_at=utcnow())
             )
             conn.execute(
                 users.delete().where(
@@ -996,11 +1000,14 @@ class SqlRepository:
             if user_group_identifier not in (None, user.user_group_identifier):
                 transaction.rollback()
                 raise NotAMember(user_identifier)
-            found = (
-                set(conn.execute(sa.select(drafts.c.draft_hash).where(condition)).scalars())
-                if possible
-                else set()
-            )
+            # The drafts held in hash order, as a delete or merge of their owner takes
+            # them (see .draft_lock); one deleted meanwhile is then not found.
+            if not possible:
+                found: set[str] = set()
+            elif dry_run:
+                found = set(conn.execute(sa.select(drafts.c.draft_hash).where(condition)).scalars())
+            else:
+                found = lock_drafts(conn, condition)
             if found and not dry_run:
                 conn.execute(
                     drafts.update()

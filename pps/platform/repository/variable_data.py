@@ -110,9 +110,9 @@ class SqlVariableDataStore:
         the client's. The rows hold DataKey -> value (the column mapping applied at import),
         so the copy renders exactly the source's records."""
         with self.engine.begin() as conn:
-            if not (
-                self._owned(conn, client, source_hash) and self._owned(conn, client, target_hash)
-            ):
+            # In hash order, as a delete of the drafts' user takes them (see .draft_lock).
+            first, second = sorted((source_hash, target_hash))
+            if not (self._owned(conn, client, first) and self._owned(conn, client, second)):
                 return None
             conn.execute(variable_rows.delete().where(variable_rows.c.draft_hash == target_hash))
             conn.execute(

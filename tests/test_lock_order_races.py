@@ -1,0 +1,273 @@
+"""Requests that take several drafts at once, against each other, on PostgreSQL.
+
+An ``UPDATE`` or ``DELETE`` of several drafts locks them in the order of its plan: a claim
+(by hash) in hash order, a delete or a merge of their owner (by user) in the order the rows
+lie in the table. When the two orders differed, each held a draft the other waited for,
+and PostgreSQL aborted one of them: a 503. Now every transaction that takes several drafts
+takes them in hash order first. Each race is pinned: a third request holds the draft both
+take first (a variable-data upload, held at its statement), the claim and the change wait
+for it, and it lets go. SQLite is not run: its database-wide write lock serializes writers,
+so there is no order to get wrong.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from api_support import make_user
+from conftest import ApiClient
+from flask import Flask
+from test_user_races import held_before
+from vdata_support import card_template
+
+from pps.platform import ids
+from pps.platform.models import Client, Template, User
+from pps.platform.repository.sql import SqlRepository
+from pps.platform.repository.tables import drafts
+
+
+@pytest.fixture
+def database_url(postgres_url: str) -> str:
+    return postgres_url
+
+
+@pytest.fixture
+def planned_as_in_production(repo: SqlRepository) -> Iterator[None]:
+    """The app's connections plan as on a table of many drafts, by index: a claim by the
+    primary key (in hash order), a user's drafts by the index on the user (in the order
+    they lie in the table). With the handful of rows of a test PostgreSQL reads the whole
+    table, or a claim goes by the client's index (in the order of creation), and both
+    orders are one."""
+
+    def by_index(dbapi_connection: Any, _record: Any) -> None:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SET enable_seqscan = off")
+            cursor.execute("SET enable_bitmapscan = off")
+        dbapi_connection.commit()
+
+    repo.engine.dispose()
+    sa.event.listen(repo.engine, "connect", by_index)
+    yield
+    sa.event.remove(repo.engine, "connect", by_index)
+    repo.engine.dispose()
+
+
+def many_drafts(repo: SqlRepository, tenant: Client, template: Template) -> None:
+    """Drafts of another user of the client, and the statistics that count them: a claim
+    of two drafts then goes by their hashes, not by the client (checked here)."""
+    now = datetime.now(UTC)
+    other = make_user(repo, tenant)
+    row = {
+        "client_identifier": tenant.identifier,
+        "user_identifier": other.identifier,
+        "template_identifier": template.identifier,
+        "intent": "personalize",
+        "state": "init",
+        "values": {},
+        "api_default_values": {},
+        "custom_attributes": {},
+        "version": 1,
+        "created_at": now,
+        "updated_at": now,
+    }
+    with repo.engine.begin() as conn:
+        conn.execute(drafts.insert(), [{**row, "draft_hash": ids.draft_hash()} for _ in range(500)])
+    with repo.engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE drafts")
+        claim = (
+            "EXPLAIN UPDATE drafts SET updated_at = now()"
+            " WHERE client_identifier = %(client)s AND draft_hash IN ('a', 'b')"
+        )
+        found = conn.exec_driver_sql(claim, {"client": tenant.identifier})
+        plan = "\n".join(found.scalars())
+    assert "pk_drafts" in plan, plan
+
+
+def crossed_pair(repo: SqlRepository, tenant: Client, owner: User, template: Template) -> list[str]:
+    """Two of ``owner``'s drafts in hash order, the second lying before the first in the
+    table: drafts are made until there are such two."""
+    while True:
+        made = repo.create_draft(
+            tenant.identifier,
+            user_identifier=owner.identifier,
+            template_identifier=template.identifier,
+            intent="personalize",
+            api_default_values={},
+            custom_attributes={},
+        )
+        assert made is not None
+        with repo.engine.connect() as conn:
+            laid = list(
+                conn.execute(
+                    sa.select(drafts.c.draft_hash)
+                    .where(drafts.c.user_identifier == owner.identifier)
+                    .order_by(sa.literal_column("ctid"))
+                ).scalars()
+            )
+        for index, later in enumerate(laid):
+            earlier = [h for h in laid[:index] if h > later]
+            if earlier:
+                return [later, earlier[0]]
+
+
+def waiting_for_locks(repo: SqlRepository) -> int:
+    """How many of the app's connections wait for a lock."""
+    with repo.engine.connect() as conn:
+        query = (
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return int(conn.exec_driver_sql(query).scalar_one())
+
+
+def until_waiting(repo: SqlRepository, count: int, thread: threading.Thread) -> None:
+    deadline = time.monotonic() + 10
+    while waiting_for_locks(repo) < count:
+        assert thread.is_alive(), "finished instead of waiting for the held draft"
+        assert time.monotonic() < deadline, f"not {count} requests waiting for locks"
+        time.sleep(0.01)
+
+
+def delete_owner(api: ApiClient, owner: User, _target: User) -> int:
+    return int(api.delete(f"/api-ext/user/{owner.identifier}").status_code)
+
+
+def merge_owner(api: ApiClient, owner: User, target: User) -> int:
+    path = f"/api-ext/user/{target.identifier}/merge"
+    return int(api.post(path, json={"sourceUserIdentifier": owner.identifier}).status_code)
+
+
+Change = Callable[[ApiClient, User, User], int]
+
+
+@pytest.mark.usefixtures("planned_as_in_production")
+@pytest.mark.parametrize("change", [delete_owner, merge_owner], ids=["delete", "merge"])
+def test_a_claim_and_a_change_of_the_drafts_owner_take_them_in_one_order(
+    app: Flask, repo: SqlRepository, tenant: Client, change: Change
+) -> None:
+    """Both wait for the draft first in hash order. Before, the delete (or merge) of the
+    owner took the other draft meanwhile, and once the first was free the claim took it
+    and waited for the other: a deadlock, one of them a 503. Now the claim takes both
+    first, and the change then applies to the owner's drafts that are left."""
+    template = card_template(repo, tenant)
+    many_drafts(repo, tenant, template)
+    owner, claimer, target = (make_user(repo, tenant) for _ in range(3))
+    pair = crossed_pair(repo, tenant, owner, template)
+    answers: dict[str, Any] = {}
+
+    def client() -> ApiClient:
+        return ApiClient(app.test_client(), tenant.api_key)
+
+    def put_rows() -> None:
+        path = f"/api-ext/draft/{pair[0]}/variable-data"
+        answers["put"] = client().put(path, json={"data": [{"name": "Ada"}]}).status_code
+
+    def claim() -> None:
+        body = {"user_identifier": claimer.identifier, "drafts": pair, "dryRun": False}
+        answers["claim"] = client().post("/api-ext/draft/claim", json=body)
+
+    def run_change() -> None:
+        answers["change"] = change(client(), owner, target)
+
+    holder = [threading.Thread(target=put_rows)]
+    claiming = threading.Thread(target=claim)
+    changing = threading.Thread(target=run_change)
+    hook, held, resume = held_before(repo, "DELETE FROM VARIABLE_ROWS", holder)
+    sa.event.listen(repo.engine, "before_cursor_execute", hook)
+    try:
+        holder[0].start()
+        assert held.wait(30)  # the upload holds pair[0]
+        claiming.start()
+        until_waiting(repo, 1, claiming)
+        changing.start()
+        until_waiting(repo, 2, changing)
+        resume.set()
+        for thread in (holder[0], claiming, changing):
+            thread.join(30)
+    finally:
+        resume.set()
+        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    claimed = answers["claim"]
+    assert claimed.status_code == 200, claimed.get_data(as_text=True)
+    assert claimed.get_json() == dict.fromkeys(pair, True)
+    assert answers["change"] == (204 if change is delete_owner else 200)
+    assert answers["put"] == 204
+    for draft_hash in pair:
+        draft = repo.get_draft(tenant.identifier, draft_hash)
+        assert draft is not None and draft.user_identifier == claimer.identifier
+    assert repo.get_user(tenant.identifier, owner.identifier) is None
+    left = repo.list_drafts(tenant.identifier, user_identifier=target.identifier).items
+    assert all(draft.draft_hash not in pair for draft in left)
+
+
+def test_a_copy_of_rows_and_a_delete_of_their_user_take_the_drafts_in_one_order(
+    app: Flask, repo: SqlRepository, tenant: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replicate copies the source's rows to the copy holding both drafts; the delete
+    of their user takes them in hash order, the copy (drawn before the source here) first.
+    Had the replicate taken the source first, it would wait for the copy the delete holds
+    while the delete waits for the source: a deadlock, one of them a 503. It takes them in
+    hash order too: the delete waits, and then deletes both."""
+    owner = make_user(repo, tenant)
+    source = repo.create_draft(
+        tenant.identifier,
+        user_identifier=owner.identifier,
+        template_identifier=card_template(repo, tenant).identifier,
+        intent="personalize",
+        api_default_values={},
+        custom_attributes={},
+    )
+    assert source is not None
+    api = ApiClient(app.test_client(), tenant.api_key)
+    rows = {"data": [{"name": "Ada"}, {"name": "Grace"}]}
+    assert (
+        api.put(f"/api-ext/draft/{source.draft_hash}/variable-data", json=rows).status_code == 204
+    )
+    copy_hash = "0" * 8 + ids.draft_hash()[8:]
+    assert copy_hash < source.draft_hash
+    monkeypatch.setattr(ids, "draft_hash", lambda: copy_hash)
+    held, resume = threading.Event(), threading.Event()
+    locks = {"n": 0}
+    answers: dict[str, Any] = {}
+
+    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if threading.current_thread() is not replicating or "FOR UPDATE" not in statement:
+            return
+        locks["n"] += 1
+        if locks["n"] == 2:  # holding one draft, about to lock the other
+            held.set()
+            assert resume.wait(30)
+
+    def replicate() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["replicate"] = mine.post(f"/api-ext/draft/{source.draft_hash}/replicate", json={})
+
+    def delete() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["delete"] = mine.delete(f"/api-ext/user/{owner.identifier}").status_code
+
+    replicating = threading.Thread(target=replicate)
+    deleting = threading.Thread(target=delete)
+    sa.event.listen(repo.engine, "before_cursor_execute", hold)
+    try:
+        replicating.start()
+        assert held.wait(30)
+        deleting.start()
+        until_waiting(repo, 1, deleting)
+        resume.set()
+        replicating.join(30)
+        deleting.join(30)
+    finally:
+        resume.set()
+        sa.event.remove(repo.engine, "before_cursor_execute", hold)
+    assert answers["delete"] == 204
+    replicated = answers["replicate"]
+    assert replicated.status_code in (200, 201, 404), replicated.get_data(as_text=True)
+    assert repo.get_draft(tenant.identifier, source.draft_hash) is None
+    assert repo.get_draft(tenant.identifier, copy_hash) is None
