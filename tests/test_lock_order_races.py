@@ -6,8 +6,9 @@ lie in the table. When the two orders differed, each held a draft the other wait
 and PostgreSQL aborted one of them: a 503. Now every transaction that takes several drafts
 takes them in hash order first. Each race is pinned: a third request holds the draft both
 take first (a variable-data upload, held at its statement), the claim and the change wait
-for it, and it lets go. SQLite is not run: its database-wide write lock serializes writers,
-so there is no order to get wrong.
+for it, and it lets go. A review's write and a delete of one of its reviewers take the
+user, then the review's rows, in one order too. SQLite is not run: its database-wide
+write lock serializes writers, so there is no order to get wrong.
 """
 
 from __future__ import annotations
@@ -271,3 +272,109 @@ def test_a_copy_of_rows_and_a_delete_of_their_user_take_the_drafts_in_one_order(
     assert replicated.status_code in (200, 201, 404), replicated.get_data(as_text=True)
     assert repo.get_draft(tenant.identifier, source.draft_hash) is None
     assert repo.get_draft(tenant.identifier, copy_hash) is None
+
+
+def test_a_review_written_while_a_reviewer_is_deleted_is_no_deadlock(
+    app: Flask, repo: SqlRepository, tenant: Client
+) -> None:
+    """Closing a review writes its reviewers' rows anew: the old rows deleted, the new
+    ones inserted, each checking its user's foreign key (a KEY SHARE lock on the user).
+    The delete of one reviewer locks the user, then deletes their rows and waits for the
+    old row the close deleted; the close's insert then waited for the user: a deadlock,
+    one of them a 503. Now the write holds its reviewers' users first, so the delete waits
+    for it, and then takes the reviewer out of the closed review."""
+    draft = repo.create_draft(
+        tenant.identifier,
+        user_identifier=make_user(repo, tenant).identifier,
+        template_identifier=card_template(repo, tenant).identifier,
+        intent="personalize",
+        api_default_values={},
+        custom_attributes={},
+    )
+    assert draft is not None
+    reviewer, other = make_user(repo, tenant), make_user(repo, tenant)
+    api = ApiClient(app.test_client(), tenant.api_key)
+    body = {"draftId": draft.draft_hash, "user": [reviewer.identifier, other.identifier]}
+    review_id = api.post("/api-ext/review", json=body).get_json()["data"]["reviewId"]
+    answers: dict[str, Any] = {}
+
+    def close() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["close"] = mine.post(f"/api-ext/review/{review_id}/close-review")
+
+    def delete() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["delete"] = mine.delete(f"/api-ext/user/{reviewer.identifier}").status_code
+
+    closer = [threading.Thread(target=close)]
+    deleting = threading.Thread(target=delete)
+    hook, held, resume = held_before(repo, "INSERT INTO REVIEW_USERS", closer)
+    sa.event.listen(repo.engine, "before_cursor_execute", hook)
+    try:
+        closer[0].start()
+        assert held.wait(30)  # the old rows deleted, the new ones not yet written
+        deleting.start()
+        until_waiting(repo, 1, deleting)
+        resume.set()
+        closer[0].join(30)
+        deleting.join(30)
+    finally:
+        resume.set()
+        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    closed = answers["close"]
+    assert closed.status_code == 204, closed.get_data(as_text=True)
+    assert answers["delete"] == 204
+    stored = app.extensions["pps.reviews"].store.get(tenant.identifier, review_id)
+    assert stored.state == "closed"
+    assert [r.user_identifier for r in stored.reviewers] == [other.identifier]
+
+
+def test_a_review_created_while_its_drafts_owner_and_reviewer_is_deleted_is_no_deadlock(
+    app: Flask, repo: SqlRepository, tenant: Client
+) -> None:
+    """The new review's row checks its draft's key (a KEY SHARE lock on the draft), its
+    reviewer rows then their users'. The delete of the draft's owner, a reviewer too,
+    locks the user, then waits for the draft; the review's reviewer row then waited for
+    the user: a deadlock, one of them a 503. Now the review holds its reviewers first: the
+    delete waits for it, and then deletes the draft with its review."""
+    owner = make_user(repo, tenant)
+    draft = repo.create_draft(
+        tenant.identifier,
+        user_identifier=owner.identifier,
+        template_identifier=card_template(repo, tenant).identifier,
+        intent="personalize",
+        api_default_values={},
+        custom_attributes={},
+    )
+    assert draft is not None
+    answers: dict[str, Any] = {}
+
+    def create() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        body = {"draftId": draft.draft_hash, "user": [owner.identifier]}
+        answers["create"] = mine.post("/api-ext/review", json=body)
+
+    def delete() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["delete"] = mine.delete(f"/api-ext/user/{owner.identifier}").status_code
+
+    creator = [threading.Thread(target=create)]
+    deleting = threading.Thread(target=delete)
+    hook, held, resume = held_before(repo, "INSERT INTO REVIEW_USERS", creator)
+    sa.event.listen(repo.engine, "before_cursor_execute", hook)
+    try:
+        creator[0].start()
+        assert held.wait(30)  # the review's row written, its reviewer's not yet
+        deleting.start()
+        until_waiting(repo, 1, deleting)
+        resume.set()
+        creator[0].join(30)
+        deleting.join(30)
+    finally:
+        resume.set()
+        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    created = answers["create"]
+    assert created.status_code == 201, created.get_data(as_text=True)
+    assert answers["delete"] == 204
+    review_id = created.get_json()["data"]["reviewId"]
+    assert app.extensions["pps.reviews"].store.get(tenant.identifier, review_id) is None

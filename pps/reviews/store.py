@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from pps.platform.repository import Repository
 from pps.platform.repository.sql import SqlRepository
-from pps.platform.repository.tables import review_users, reviews
+from pps.platform.repository.tables import review_users, reviews, users
 from pps.reviews.model import Review, Reviewer
 
 __all__ = ["ReviewStore", "ReviewTargetGone", "SqlReviewStore", "StaleReview", "open_review_store"]
@@ -72,6 +72,8 @@ class SqlReviewStore:
 
     def _insert(self, review: Review) -> None:
         with self.engine.begin() as conn:
+            if not self._hold_reviewers(conn, review):
+                raise ReviewTargetGone(review.review_id)
             conn.execute(
                 reviews.insert().values(
                     review_id=review.review_id,
@@ -154,6 +156,8 @@ class SqlReviewStore:
 
     def _update(self, review: Review) -> None:
         with self.engine.begin() as conn:
+            if not self._hold_reviewers(conn, review):
+                raise StaleReview(review.review_id)
             done = conn.execute(
                 reviews.update()
                 .where(
@@ -174,6 +178,29 @@ class SqlReviewStore:
                 raise StaleReview(review.review_id)
             conn.execute(review_users.delete().where(review_users.c.review_id == review.review_id))
             self._write_reviewers(conn, review)
+
+    @staticmethod
+    def _hold_reviewers(conn: Connection, review: Review) -> bool:
+        """Whether every reviewer of ``review`` exists, each user held (``FOR KEY SHARE``,
+        in id order) until the transaction ends, before the review or its draft.
+
+        A delete of a user holds the user, then deletes their drafts and reviewer rows. The
+        write of a review took the review (and its draft's key) first and the users' keys
+        last, with its reviewer rows' inserts: each waited for the other, a deadlock that
+        PostgreSQL answered with a 503 to one of them. Held first, the users make the
+        delete wait for the write, or the write for the delete (and then find the user
+        gone). SQLite's database-wide write lock serializes the two already.
+        """
+        wanted = sorted({reviewer.user_identifier for reviewer in review.reviewers})
+        if not wanted or conn.dialect.name == "sqlite":
+            return True
+        found = conn.execute(
+            sa.select(users.c.identifier)
+            .where(users.c.identifier.in_(wanted))
+            .order_by(users.c.identifier)
+            .with_for_update(read=True, key_share=True)
+        )
+        return len(found.all()) == len(wanted)
 
     @staticmethod
     def _write_reviewers(conn: Connection, review: Review) -> None:
