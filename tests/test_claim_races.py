@@ -9,6 +9,13 @@ the racing claim is the documented 422 with nothing changed, or it came first an
 change then applies. Each race is pinned: the claim is held just before it locks the
 user (or just after), and the change runs meanwhile. Real SQLite and PostgreSQL, real
 threads.
+
+A ``PUT /api-ext/draft/<hash>`` that moves the claimed draft to another group at the same
+moment (on PostgreSQL, where the two can interleave; SQLite's write lock runs one writer
+after the other): whichever takes the draft's row first goes first, the other waits for
+it or sees what it wrote. Each answer then says what became of the draft: the claim's
+true exactly when the draft is the member's, the PUT's the owner and group stored, and
+neither write is lost.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import sqlalchemy as sa
 from api_support import assert_error, make_template, make_user
 from conftest import ApiClient
 from flask import Flask
+from test_lock_order_races import until_waiting
 from test_user_races import held_before
 
 from pps.platform.models import Client
@@ -170,3 +178,114 @@ def test_a_user_who_leaves_the_group_while_the_claim_holds_it_claims_first(
     assert draft.user_identifier == groups.member.identifier
     assert member is not None
     assert member.user_group_identifier == (groups.other if change is move_to_other else None)
+
+
+def put_to_other(api: ApiClient, groups: Groups) -> Any:
+    """The PUT of the draft into the other group."""
+    path = f"/api-ext/draft/{groups.draft.draft_hash}"
+    return api.put(path, json={"userGroupIdentifier": groups.other})
+
+
+def held_at(
+    repo: SqlRepository, prefix: str, thread: list[threading.Thread], *, commit: bool = False
+) -> tuple[Any, Any, threading.Event, threading.Event]:
+    """Cursor and commit hooks that hold ``thread[0]`` just before its first statement
+    starting with ``prefix`` or, with ``commit``, at the commit after it (the statement's
+    row locks still held); ``(hook, on_commit, held, resume)``."""
+    held, resume = threading.Event(), threading.Event()
+    reached = threading.Event()
+
+    def hold() -> None:
+        if not held.is_set():
+            held.set()
+            assert resume.wait(30)
+
+    def hook(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if threading.current_thread() is not thread[0]:
+            return
+        if statement.lstrip().upper().startswith(prefix):
+            if not commit:
+                hold()
+            reached.set()
+
+    def on_commit(_conn: Any) -> None:
+        if commit and threading.current_thread() is thread[0] and reached.is_set():
+            hold()
+
+    return hook, on_commit, held, resume
+
+
+#: (held request, where it is held, at the commit after it, whether the other request
+#: then waits for the held one's lock, and the expected outcome: the claim's answer and
+#: the draft's owner, "owner" or "member"; the draft ends in the other group each time).
+PUT_RACES: dict[str, tuple[str, str, bool, bool, bool, str]] = {
+    # The PUT has moved the draft, uncommitted: the claim waits, then finds it gone from
+    # the group.
+    "the PUT holds the draft": ("put", "UPDATE DRAFTS", True, True, False, "owner"),
+    # The claim holds the draft: the PUT waits, then moves the claimed draft.
+    "the claim holds the draft": ("claim", "UPDATE DRAFTS", False, True, True, "member"),
+    # The PUT read the draft before the claim's write and writes after its commit: it
+    # answers with the claimed owner, not the one it read.
+    "the PUT read it before the claim": ("put", "UPDATE DRAFTS", False, False, True, "member"),
+    # The claim holds the user, not yet the draft; the PUT moves the draft meanwhile.
+    "the claim checked before the PUT": ("claim", "SELECT DRAFTS", False, False, False, "owner"),
+}
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("name", list(PUT_RACES))
+def test_a_claim_and_a_put_of_its_draft_each_answer_what_became_of_it(
+    app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, name: str
+) -> None:
+    """One of them is held at its statement, the other runs to its end or until it waits
+    for the held one's lock; then both finish. The outcome is the one of the two run one
+    after the other in the order they took the draft, and each answer says so."""
+    who, prefix, at_commit, waits, claimed_it, owner = PUT_RACES[name]
+    groups = Groups(api, repo, tenant)
+    answers: dict[str, Any] = {}
+
+    def claim() -> None:
+        mine = ApiClient(app.test_client(), tenant.api_key)
+        answers["claim"] = mine.post("/api-ext/draft/claim", json=groups.claim_body())
+
+    def put() -> None:
+        answers["put"] = put_to_other(ApiClient(app.test_client(), tenant.api_key), groups)
+
+    threads = {"claim": threading.Thread(target=claim), "put": threading.Thread(target=put)}
+    other = threads["put" if who == "claim" else "claim"]
+    holder = [threads[who]]
+    hook, on_commit, held, resume = held_at(repo, prefix, holder, commit=at_commit)
+    sa.event.listen(repo.engine, "before_cursor_execute", hook)
+    sa.event.listen(repo.engine, "commit", on_commit)
+    try:
+        holder[0].start()
+        assert held.wait(30)
+        other.start()
+        if waits:
+            until_waiting(repo, 1, other)
+        else:
+            other.join(30)
+            assert not other.is_alive()
+        resume.set()
+        for thread in threads.values():
+            thread.join(30)
+    finally:
+        resume.set()
+        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+        sa.event.remove(repo.engine, "commit", on_commit)
+    claimed, moved = answers["claim"], answers["put"]
+    assert claimed.status_code == 200, claimed.get_data(as_text=True)
+    assert claimed.get_json() == {groups.draft.draft_hash: claimed_it}
+    assert moved.status_code == 200, moved.get_data(as_text=True)
+    expected = groups.member if owner == "member" else groups.owner
+    draft = repo.get_draft(tenant.identifier, groups.draft.draft_hash)
+    assert draft is not None
+    assert (draft.user_identifier, draft.user_group_identifier) == (
+        expected.identifier,
+        groups.other,
+    )
+    answered = moved.get_json()["data"]
+    assert (answered["userIdentifier"], answered["userGroupIdentifier"]) == (
+        draft.user_identifier,
+        draft.user_group_identifier,
+    )
