@@ -10,8 +10,9 @@ config's internal location) and PPS_BASE_URL set to the nginx URL, as in product
 
 Everything is checked through nginx: the API, request ids, login, file links served by
 nginx via X-Accel-Redirect (bytes, Range, HEAD), the internal location, the body limit and
-the JSON error pages. A second deployment with the config's TLS lines switched on checks
-that an ``https://`` PPS_BASE_URL gives Secure session cookies.
+the JSON error pages (on files too: a second nginx with files of its own stands for a
+file that changed after pps checked it). A second deployment with the config's TLS lines
+switched on checks that an ``https://`` PPS_BASE_URL gives Secure session cookies.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import time
@@ -283,7 +285,7 @@ def deploy(tmp: Path, redis_url: str, *, with_tls: bool) -> Iterator[Deployment]
     """Set up pps as an operator would, start gunicorn and nginx; stop both at the end."""
     if not SHIPPED:
         pytest.fail("deploy/nginx.conf is missing")
-    nginx = nginx_binary()
+    nginx_binary()  # fails before anything starts when nginx is missing
     nginx_port, gunicorn_port = free_port(), free_port()
     tls = None
     if with_tls:
@@ -307,47 +309,52 @@ def deploy(tmp: Path, redis_url: str, *, with_tls: bool) -> Iterator[Deployment]
     )
     dep.server.pps("db", "upgrade")
 
-    site = tmp / "pps.conf"
-    site.write_text(
-        site_config(
-            listen_port=nginx_port,
-            upstream_port=gunicorn_port,
-            files_dir=files_dir,
-            access_log=dep.access_log,
-            tls=tls,
-        )
+    site = site_config(
+        listen_port=nginx_port,
+        upstream_port=gunicorn_port,
+        files_dir=files_dir,
+        access_log=dep.access_log,
+        tls=tls,
     )
+    dep.start_gunicorn()
+    try:
+        yield from run_nginx(tmp, site, nginx_port, dep)
+    finally:
+        code = dep.stop_gunicorn()
+    assert code == 0, f"gunicorn exited with {code}:\n{dep.server.log.read_text()}"
+
+
+def run_nginx(tmp: Path, site: str, port: int, value: Any) -> Iterator[Any]:
+    """nginx with the site config ``site`` and every path in ``tmp``, serving on ``port``
+    while ``value`` is yielded."""
+    site_file = tmp / "pps.conf"
+    site_file.write_text(site)
     conf = tmp / "nginx.conf"
-    conf.write_text(main_config(tmp, site))
+    conf.write_text(main_config(tmp, site_file))
     for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (tmp / "temp" / kind).mkdir(parents=True)
-    command = [nginx, "-p", str(tmp), "-c", str(conf), "-g", "daemon off;"]
+    command = [nginx_binary(), "-p", str(tmp), "-c", str(conf), "-g", "daemon off;"]
     checked = subprocess.run(
         [*command, "-t"], capture_output=True, text=True, timeout=30, check=False
     )
     assert checked.returncode == 0, f"nginx -t refused the config:\n{checked.stderr}"
 
     nginx_log = tmp / "nginx.out"
-    dep.start_gunicorn()
+    with nginx_log.open("wb") as log:
+        proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
-        with nginx_log.open("wb") as log:
-            proc = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
         try:
-            try:
-                wait_for_port(nginx_port, timeout=15)
-            except RuntimeError:
-                pytest.fail(
-                    f"nginx did not start:\n{nginx_log.read_text()}"
-                    f"{(tmp / 'error.log').read_text() if (tmp / 'error.log').exists() else ''}"
-                )
-            yield dep
-        finally:
-            stop(proc)
+            wait_for_port(port, timeout=15)
+        except RuntimeError:
+            pytest.fail(
+                f"nginx did not start:\n{nginx_log.read_text()}"
+                f"{(tmp / 'error.log').read_text() if (tmp / 'error.log').exists() else ''}"
+            )
+        yield value
     finally:
-        code = dep.stop_gunicorn()
-    assert code == 0, f"gunicorn exited with {code}:\n{dep.server.log.read_text()}"
+        stop(proc)
 
 
 def noisy_png(width: int = 160, height: int = 120) -> bytes:
@@ -646,8 +653,162 @@ def test_internal_location_is_not_reachable_from_outside(
     assert (deployment.files_dir / key).is_file()
     for path in (f"{prefix}/{key}", f"{prefix}/", f"/x/..{prefix}/{key}"):
         reply = shop.server.call("GET", path)
-        assert reply.status == 404, (path, reply.status)
+        assert_json_error(reply, 404)
         assert stored_preview(deployment, shop) not in reply.body
+
+
+# -- errors nginx answers on a file ------------------------------------------------------
+
+
+def assert_file_error(reply: Reply, status: int) -> None:
+    """A JSON error that still has the headers the file location adds, once each."""
+    assert_json_error(reply, status)
+    assert reply.json()["success"] is False
+    assert reply.header("Referrer-Policy") == "no-referrer"
+    assert reply.header("X-Content-Type-Options") == "nosniff"
+    assert REQUEST_ID.match(reply.header("X-Request-ID") or ""), reply.headers
+    for name in ("Referrer-Policy", "X-Content-Type-Options", "X-Request-ID"):
+        assert len(reply.headers.get_all(name) or []) == 1, (name, reply.headers)
+
+
+def test_file_link_range_past_the_end_is_a_json_416(deployment: Deployment, shop: Shop) -> None:
+    path = file_link(shop)
+    size = len(stored_preview(deployment, shop))
+    for ranges in (
+        f"bytes={size}-",
+        f"bytes={size + 10}-{size + 20}",
+        f"bytes={size}-,{size + 5}-",
+    ):
+        reply = shop.server.call("GET", path, headers={"Range": ranges})
+        assert_file_error(reply, 416)
+        # What a client needs to ask again: the file's size.
+        assert reply.header("Content-Range") == f"bytes */{size}", reply.headers
+
+
+def test_file_link_precondition_not_met_is_a_json_412(shop: Shop) -> None:
+    path = file_link(shop)
+    for headers in (
+        {"If-Match": '"not-this-file"'},
+        {"If-Unmodified-Since": "Thu, 01 Jan 1998 00:00:00 GMT"},
+    ):
+        reply = shop.server.call("GET", path, headers=headers)
+        assert_file_error(reply, 412)
+
+
+def test_file_link_conditional_and_range_answers_stay_nginx_own(
+    deployment: Deployment, shop: Shop
+) -> None:
+    """What a conditional or ranged request is answered with when the file matches."""
+    path = file_link(shop)
+    data = stored_preview(deployment, shop)
+    full = shop.server.call("GET", path)
+    assert full.status == 200 and full.body == data
+    etag, modified = full.header("ETag") or "", full.header("Last-Modified") or ""
+    assert etag and modified, full.headers
+
+    for headers in ({"If-None-Match": etag}, {"If-Modified-Since": modified}):
+        unchanged = shop.server.call("GET", path, headers=headers)
+        assert unchanged.status == 304, (headers, unchanged.body)
+        assert unchanged.body == b""
+        assert unchanged.header("ETag") == etag
+
+    for headers in ({"If-Match": etag}, {"If-Unmodified-Since": modified}):
+        matched = shop.server.call("GET", path, headers={**headers, "Range": "bytes=0-9"})
+        assert matched.status == 206, (headers, matched.body)
+        assert matched.body == data[:10]
+        assert matched.header("Content-Range") == f"bytes 0-9/{len(data)}"
+        assert matched.header("Content-Type") == "image/png"
+
+    # A Range that only begins inside the file is served up to its end.
+    tail = shop.server.call(
+        "GET", path, headers={"Range": f"bytes={len(data) - 4}-{len(data) + 99}"}
+    )
+    assert tail.status == 206 and tail.body == data[-4:]
+
+
+def test_file_deleted_after_its_link_was_made_is_a_json_404(
+    deployment: Deployment, shop: Shop, tmp_path: Path
+) -> None:
+    """pps finds the file gone and answers itself (its headers come without nginx's file
+    location, so only the JSON is checked here)."""
+    path = file_link(shop)
+    stored = deployment.files_dir / preview_key(shop.client, shop.template)
+    kept = tmp_path / "kept.png"
+    shutil.copy2(stored, kept)
+    stored.unlink()
+    try:
+        reply = shop.server.call("GET", path)
+        assert_json_error(reply, 404)
+        assert reply.json()["success"] is False
+    finally:
+        shutil.copy2(kept, stored)
+    assert shop.server.call("GET", path).status == 200
+
+
+@dataclass
+class BlindNginx:
+    """A second nginx in front of the same gunicorn with a files directory of its own: pps
+    checks the file in the deployment's, nginx opens what is (not) here, as when a file is
+    deleted or replaced in between (without a race to win)."""
+
+    port: int
+    files_dir: Path
+
+
+@pytest.fixture(scope="module")
+def blind_nginx(
+    deployment: Deployment, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BlindNginx]:
+    tmp = tmp_path_factory.mktemp("nginx-blind")
+    blind = BlindNginx(free_port(), tmp / "files")
+    blind.files_dir.mkdir()
+    site = site_config(
+        listen_port=blind.port,
+        upstream_port=deployment.gunicorn_port,
+        files_dir=blind.files_dir,
+        access_log=tmp / "pps.access.log",
+    )
+    yield from run_nginx(tmp, site, blind.port, blind)
+
+
+def _symlink_loop(path: Path) -> None:
+    path.symlink_to(path.name)
+
+
+def _unix_socket(path: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+
+
+@pytest.mark.parametrize(
+    ("plant", "status"),
+    [
+        (None, 404),  # deleted
+        # Files nginx cannot open, the server's fault: a symlink loop is nginx's 403 (as
+        # is a file its user may not read), a socket its 500.
+        (_symlink_loop, 500),
+        (_unix_socket, 500),
+    ],
+)
+def test_file_nginx_cannot_open_is_a_json_error(
+    blind_nginx: BlindNginx,
+    shop: Shop,
+    plant: Callable[[Path], None] | None,
+    status: int,
+) -> None:
+    path = file_link(shop)
+    stored = blind_nginx.files_dir / preview_key(shop.client, shop.template)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    if plant is not None:
+        plant(stored)
+    try:
+        assert_file_error(call(blind_nginx.port, "GET", path), status)
+        head = call(blind_nginx.port, "HEAD", path)
+        assert head.status == status and head.body == b""
+        assert (head.header("Content-Type") or "").startswith("application/json")
+    finally:
+        stored.unlink(missing_ok=True)
+    assert shop.server.call("GET", path).status == 200  # the link itself is still good
 
 
 # -- long tokens -------------------------------------------------------------------------

@@ -350,15 +350,15 @@ def test_locked_draft_is_read_only_in_the_editor(
 
 
 def test_nginx_error_pages_say_success_false() -> None:
-    """The JSON bodies nginx answers itself (400, 405, 413, 414, 431, 501, 502-504, 505)
+    """The JSON bodies nginx answers itself (400, 403-405, 412-416, 431, 500-505)
     carry success: false."""
     import json
     from pathlib import Path
 
     conf = (Path(__file__).parent.parent / "deploy" / "nginx.conf").read_text()
     answers = re.findall(r"return (\d{3}) '(\{.*\})\\n';", conf)
-    statuses = {status for status, _ in answers}
-    assert statuses == {"400", "405", "413", "414", "431", "501", "502", "505"}
+    statuses = {int(status) for status, _ in answers}
+    assert statuses == {400, 404, 405, 412, 413, 414, 416, 431, 500, 501, 502, 505}
     for _, body in answers:
         parsed = json.loads(body)
         assert parsed["success"] is False and parsed["message"]
