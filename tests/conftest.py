@@ -16,7 +16,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 import pytest
@@ -29,6 +29,9 @@ from app import create_app
 from pps.editor.embed import cookie_policy
 from pps.platform.models import Client, User
 from pps.platform.repository.sql import SqlRepository, upgrade_database
+
+if TYPE_CHECKING:
+    from fault_support import RedisProcess
 
 TEST_SECRET_KEY = "test-secret-key-0123456789abcdef"
 #: The ``app`` fixture's PPS_BASE_URL (a loopback host: a secure context for browsers).
@@ -123,6 +126,19 @@ def redis_url(redis_server: tuple[str, bool]) -> str:
     if owned:
         redis.Redis.from_url(url).flushdb()
     return url
+
+
+@pytest.fixture
+def redis_process(tmp_path: Path) -> Iterator[RedisProcess]:
+    """A redis-server of the test's own, which it may kill, freeze and start again (the
+    run's shared one is not to be)."""
+    from fault_support import RedisProcess  # not at the top: fault_support imports conftest
+
+    server = RedisProcess(tmp_path)
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 # -- databases ---------------------------------------------------------------------------

@@ -20,17 +20,14 @@ neither write is lost.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from api_support import assert_error, make_template, make_user
 from conftest import ApiClient
 from flask import Flask
-from test_lock_order_races import until_waiting
-from test_user_races import held_before
+from race_support import briefly, for_locks, hold_then_race, to_the_end
 
 from pps.platform.models import Client
 from pps.platform.repository.sql import SqlRepository
@@ -116,23 +113,8 @@ def race(
     def run_change() -> None:
         answers["change"] = change(ApiClient(app.test_client(), tenant.api_key), groups)
 
-    claimer: list[threading.Thread] = [threading.Thread(target=claim)]
-    hook, held, resume = held_before(repo, hold_at, claimer)
-    changer = threading.Thread(target=run_change)
-    sa.event.listen(repo.engine, "before_cursor_execute", hook)
-    try:
-        claimer[0].start()
-        assert held.wait(30)
-        changer.start()
-        # Done at once, or waiting for the claim's lock: less than the 2 s statement
-        # timeout of the default PPS_DATABASE_TIMEOUT, which would answer it with a 503.
-        changer.join(1)
-        resume.set()
-        claimer[0].join(30)
-        changer.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    # The change is done at once, or waits for the claim's lock.
+    hold_then_race(repo, claim, hold_at, run_change, wait=briefly)
     return answers["claim"], answers["change"]
 
 
@@ -186,35 +168,6 @@ def put_to_other(api: ApiClient, groups: Groups) -> Any:
     return api.put(path, json={"userGroupIdentifier": groups.other})
 
 
-def held_at(
-    repo: SqlRepository, prefix: str, thread: list[threading.Thread], *, commit: bool = False
-) -> tuple[Any, Any, threading.Event, threading.Event]:
-    """Cursor and commit hooks that hold ``thread[0]`` just before its first statement
-    starting with ``prefix`` or, with ``commit``, at the commit after it (the statement's
-    row locks still held); ``(hook, on_commit, held, resume)``."""
-    held, resume = threading.Event(), threading.Event()
-    reached = threading.Event()
-
-    def hold() -> None:
-        if not held.is_set():
-            held.set()
-            assert resume.wait(30)
-
-    def hook(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if threading.current_thread() is not thread[0]:
-            return
-        if statement.lstrip().upper().startswith(prefix):
-            if not commit:
-                hold()
-            reached.set()
-
-    def on_commit(_conn: Any) -> None:
-        if commit and threading.current_thread() is thread[0] and reached.is_set():
-            hold()
-
-    return hook, on_commit, held, resume
-
-
 #: (held request, where it is held, at the commit after it, whether the other request
 #: then waits for the held one's lock, and the expected outcome: the claim's answer and
 #: the draft's owner, "owner" or "member"; the draft ends in the other group each time).
@@ -251,28 +204,10 @@ def test_a_claim_and_a_put_of_its_draft_each_answer_what_became_of_it(
     def put() -> None:
         answers["put"] = put_to_other(ApiClient(app.test_client(), tenant.api_key), groups)
 
-    threads = {"claim": threading.Thread(target=claim), "put": threading.Thread(target=put)}
-    other = threads["put" if who == "claim" else "claim"]
-    holder = [threads[who]]
-    hook, on_commit, held, resume = held_at(repo, prefix, holder, commit=at_commit)
-    sa.event.listen(repo.engine, "before_cursor_execute", hook)
-    sa.event.listen(repo.engine, "commit", on_commit)
-    try:
-        holder[0].start()
-        assert held.wait(30)
-        other.start()
-        if waits:
-            until_waiting(repo, 1, other)
-        else:
-            other.join(30)
-            assert not other.is_alive()
-        resume.set()
-        for thread in threads.values():
-            thread.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hook)
-        sa.event.remove(repo.engine, "commit", on_commit)
+    runs = {"claim": claim, "put": put}
+    other = runs["put" if who == "claim" else "claim"]
+    wait = for_locks if waits else to_the_end
+    hold_then_race(repo, runs[who], prefix, other, wait=wait, at_commit=at_commit)
     claimed, moved = answers["claim"], answers["put"]
     assert claimed.status_code == 200, claimed.get_data(as_text=True)
     assert claimed.get_json() == {groups.draft.draft_hash: claimed_it}

@@ -11,7 +11,6 @@ Real SQLite and PostgreSQL, real Redis, real files, real threads.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from flask import Flask
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from preflight_support import print_pdf, write_template
+from race_support import briefly, hold_then_race
 from test_preflight import UPLOAD
 from test_preflight import upload as upload_pdf
 from vdata_support import card_draft, card_template
@@ -64,15 +64,7 @@ def test_rows_stored_while_the_draft_is_deleted_are_404_or_stored_before_it(
     SQLite that find ran outside the transaction and locked nothing: the draft's delete
     came in, and the rows' insert failed on the foreign key (a 500). Now the PUT holds
     the draft from its find on, so the delete waits for it (both backends)."""
-    held, resume = threading.Event(), threading.Event()
     answers: dict[str, Any] = {}
-
-    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        mine = threading.current_thread() is putter
-        clearing = statement.lstrip().upper().startswith("DELETE FROM VARIABLE_ROWS")
-        if mine and clearing and not held.is_set():
-            held.set()
-            assert resume.wait(30)
 
     def put_rows() -> None:
         mine = ApiClient(app.test_client(), tenant.api_key)
@@ -83,20 +75,9 @@ def test_rows_stored_while_the_draft_is_deleted_are_404_or_stored_before_it(
         mine = ApiClient(app.test_client(), tenant.api_key)
         answers["delete"] = mine.delete(f"/api-ext/draft/{draft.draft_hash}").status_code
 
-    putter = threading.Thread(target=put_rows)
-    deleter = threading.Thread(target=delete)
-    sa.event.listen(repo.engine, "before_cursor_execute", hold)
-    try:
-        putter.start()
-        assert held.wait(30)
-        deleter.start()
-        deleter.join(1)  # done at once, or waiting for the PUT's lock
-        resume.set()
-        putter.join(30)
-        deleter.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hold)
+    # Held at the PUT's delete of the old rows; the delete is done at once meanwhile, or
+    # waits for the PUT's lock.
+    hold_then_race(repo, put_rows, "DELETE FROM VARIABLE_ROWS", delete, wait=briefly)
     assert answers["delete"] == 204
     put = answers["put"]
     assert put.status_code in (204, 404), put.get_data(as_text=True)
@@ -193,15 +174,7 @@ def test_a_pdf_recorded_while_its_user_is_deleted_is_no_deadlock(
     waited for the user: a deadlock, answered as a 503 to one of the two. Now the upload
     is recorded, and the delete then deletes the draft (its files go with the sweep, as
     every deleted user's do: docs/files.md)."""
-    held, resume = threading.Event(), threading.Event()
     answers: dict[str, Any] = {}
-
-    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        mine = threading.current_thread() is uploader
-        reading = statement.lstrip().upper().startswith("SELECT DRAFTS.UPLOAD_KEY")
-        if mine and reading and not held.is_set():
-            held.set()
-            assert resume.wait(30)
 
     def upload() -> None:
         mine = ApiClient(app.test_client(), tenant.api_key)
@@ -211,20 +184,9 @@ def test_a_pdf_recorded_while_its_user_is_deleted_is_no_deadlock(
         mine = ApiClient(app.test_client(), tenant.api_key)
         answers["delete"] = mine.delete(f"/api-ext/user/{upload_draft.user_identifier}")
 
-    uploader = threading.Thread(target=upload)
-    deleter = threading.Thread(target=delete)
-    sa.event.listen(repo.engine, "before_cursor_execute", hold)
-    try:
-        uploader.start()
-        assert held.wait(30)
-        deleter.start()
-        deleter.join(1)  # waiting for the upload's lock on the draft (PostgreSQL)
-        resume.set()
-        uploader.join(30)
-        deleter.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hold)
+    # The upload held as it records its PDF (at its read of the draft's upload key); the
+    # delete waits meanwhile for the upload's lock on the draft (PostgreSQL).
+    hold_then_race(repo, upload, "SELECT DRAFTS.UPLOAD_KEY", delete, wait=briefly)
     assert answers["delete"].status_code == 204, answers["delete"].get_data(as_text=True)
     uploaded = answers["upload"]
     assert uploaded.status_code in (200, 404), uploaded.get_data(as_text=True)

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from conftest import ApiClient
 from flask import Flask
 from preflight_support import print_pdf
+from race_support import holding
 from test_preflight import UPLOAD, imported, new_draft
 from test_preflight import upload as upload_pdf
 
@@ -104,34 +104,21 @@ def test_the_same_pdf_again_stays_the_drafts_while_another_replaces_the_first(
     hash_ = new_draft(api, upload_template, intent="upload")["draftHash"]
     same = print_pdf(2, text="Same")
     assert upload_pdf(api, hash_, same).status_code == 200
-    held, resume = threading.Event(), threading.Event()
     answers: list[int] = []
 
-    def hold_c(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        # Before C locks the draft to record its PDF: a write on SQLite, FOR UPDATE elsewhere.
+    def recording(statement: str) -> bool:
+        # C locks the draft to record its PDF: a write on SQLite, FOR UPDATE elsewhere.
         text = statement.lstrip().upper()
-        recording = text.startswith("UPDATE DRAFTS") or (
+        return text.startswith("UPDATE DRAFTS") or (
             text.startswith("SELECT DRAFTS.DRAFT_HASH") and text.endswith("FOR UPDATE")
         )
-        if threading.current_thread() is c and recording and not held.is_set():
-            held.set()
-            assert resume.wait(30)
 
     def send_again() -> None:
         mine = ApiClient(app.test_client(), tenant.api_key)
         answers.append(int(upload_pdf(mine, hash_, same).status_code))
 
-    c = threading.Thread(target=send_again)
-    sa.event.listen(repo.engine, "before_cursor_execute", hold_c)
-    try:
-        c.start()
-        assert held.wait(30)
+    with holding(repo, send_again, recording):
         assert upload_pdf(api, hash_, print_pdf(2, text="Other")).status_code == 200
-        resume.set()
-        c.join()
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hold_c)
     assert answers == [200]
     assert_one_pdf_counted(app, repo, tenant, hash_)
     shown = api.get(f"/api-ext/draft/{hash_}")

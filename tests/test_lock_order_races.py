@@ -13,8 +13,6 @@ write lock serializes writers, so there is no order to get wrong.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +22,7 @@ import sqlalchemy as sa
 from api_support import make_user
 from conftest import ApiClient
 from flask import Flask
-from test_user_races import held_before
+from race_support import for_locks, hold_then_race, nth
 from vdata_support import card_template
 
 from pps.platform import ids
@@ -117,24 +115,6 @@ def crossed_pair(repo: SqlRepository, tenant: Client, owner: User, template: Tem
                 return [later, earlier[0]]
 
 
-def waiting_for_locks(repo: SqlRepository) -> int:
-    """How many of the app's connections wait for a lock."""
-    with repo.engine.connect() as conn:
-        query = (
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return int(conn.exec_driver_sql(query).scalar_one())
-
-
-def until_waiting(repo: SqlRepository, count: int, thread: threading.Thread) -> None:
-    deadline = time.monotonic() + 10
-    while waiting_for_locks(repo) < count:
-        assert thread.is_alive(), "finished instead of waiting for the held draft"
-        assert time.monotonic() < deadline, f"not {count} requests waiting for locks"
-        time.sleep(0.01)
-
-
 def delete_owner(api: ApiClient, owner: User, _target: User) -> int:
     return int(api.delete(f"/api-ext/user/{owner.identifier}").status_code)
 
@@ -176,24 +156,8 @@ def test_a_claim_and_a_change_of_the_drafts_owner_take_them_in_one_order(
     def run_change() -> None:
         answers["change"] = change(client(), owner, target)
 
-    holder = [threading.Thread(target=put_rows)]
-    claiming = threading.Thread(target=claim)
-    changing = threading.Thread(target=run_change)
-    hook, held, resume = held_before(repo, "DELETE FROM VARIABLE_ROWS", holder)
-    sa.event.listen(repo.engine, "before_cursor_execute", hook)
-    try:
-        holder[0].start()
-        assert held.wait(30)  # the upload holds pair[0]
-        claiming.start()
-        until_waiting(repo, 1, claiming)
-        changing.start()
-        until_waiting(repo, 2, changing)
-        resume.set()
-        for thread in (holder[0], claiming, changing):
-            thread.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    # The upload holds pair[0]; the claim, then the change, wait for it.
+    hold_then_race(repo, put_rows, "DELETE FROM VARIABLE_ROWS", claim, run_change, wait=for_locks)
     claimed = answers["claim"]
     assert claimed.status_code == 200, claimed.get_data(as_text=True)
     assert answers["change"] == (204 if change is delete_owner else 200)
@@ -241,17 +205,7 @@ def test_a_copy_of_rows_and_a_delete_of_their_user_take_the_drafts_in_one_order(
     copy_hash = "0" * 8 + ids.draft_hash()[8:]
     assert copy_hash < source.draft_hash
     monkeypatch.setattr(ids, "draft_hash", lambda: copy_hash)
-    held, resume = threading.Event(), threading.Event()
-    locks = {"n": 0}
     answers: dict[str, Any] = {}
-
-    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if threading.current_thread() is not replicating or "FOR UPDATE" not in statement:
-            return
-        locks["n"] += 1
-        if locks["n"] == 2:  # holding one draft, about to lock the other
-            held.set()
-            assert resume.wait(30)
 
     def replicate() -> None:
         mine = ApiClient(app.test_client(), tenant.api_key)
@@ -261,20 +215,9 @@ def test_a_copy_of_rows_and_a_delete_of_their_user_take_the_drafts_in_one_order(
         mine = ApiClient(app.test_client(), tenant.api_key)
         answers["delete"] = mine.delete(f"/api-ext/user/{owner.identifier}").status_code
 
-    replicating = threading.Thread(target=replicate)
-    deleting = threading.Thread(target=delete)
-    sa.event.listen(repo.engine, "before_cursor_execute", hold)
-    try:
-        replicating.start()
-        assert held.wait(30)
-        deleting.start()
-        until_waiting(repo, 1, deleting)
-        resume.set()
-        replicating.join(30)
-        deleting.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hold)
+    # Held holding one draft, about to lock the other; the delete waits for it.
+    locking = nth(2, lambda statement: "FOR UPDATE" in statement)
+    hold_then_race(repo, replicate, locking, delete, wait=for_locks)
     assert answers["delete"] == 204
     replicated = answers["replicate"]
     assert replicated.status_code in (200, 201, 404), replicated.get_data(as_text=True)
@@ -314,21 +257,8 @@ def test_a_review_written_while_a_reviewer_is_deleted_is_no_deadlock(
         mine = ApiClient(app.test_client(), tenant.api_key)
         answers["delete"] = mine.delete(f"/api-ext/user/{reviewer.identifier}").status_code
 
-    closer = [threading.Thread(target=close)]
-    deleting = threading.Thread(target=delete)
-    hook, held, resume = held_before(repo, "INSERT INTO REVIEW_USERS", closer)
-    sa.event.listen(repo.engine, "before_cursor_execute", hook)
-    try:
-        closer[0].start()
-        assert held.wait(30)  # the old rows deleted, the new ones not yet written
-        deleting.start()
-        until_waiting(repo, 1, deleting)
-        resume.set()
-        closer[0].join(30)
-        deleting.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    # Held with the old rows deleted, the new ones not yet written; the delete waits.
+    hold_then_race(repo, close, "INSERT INTO REVIEW_USERS", delete, wait=for_locks)
     closed = answers["close"]
     assert closed.status_code == 204, closed.get_data(as_text=True)
     assert answers["delete"] == 204
@@ -366,21 +296,8 @@ def test_a_review_created_while_its_drafts_owner_and_reviewer_is_deleted_is_no_d
         mine = ApiClient(app.test_client(), tenant.api_key)
         answers["delete"] = mine.delete(f"/api-ext/user/{owner.identifier}").status_code
 
-    creator = [threading.Thread(target=create)]
-    deleting = threading.Thread(target=delete)
-    hook, held, resume = held_before(repo, "INSERT INTO REVIEW_USERS", creator)
-    sa.event.listen(repo.engine, "before_cursor_execute", hook)
-    try:
-        creator[0].start()
-        assert held.wait(30)  # the review's row written, its reviewer's not yet
-        deleting.start()
-        until_waiting(repo, 1, deleting)
-        resume.set()
-        creator[0].join(30)
-        deleting.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    # Held with the review's row written, its reviewer's not yet; the delete waits.
+    hold_then_race(repo, create, "INSERT INTO REVIEW_USERS", delete, wait=for_locks)
     created = answers["create"]
     assert created.status_code == 201, created.get_data(as_text=True)
     assert answers["delete"] == 204

@@ -63,15 +63,6 @@ pytestmark = pytest.mark.slow
 URL = "/api-ext/pdf-processing"
 
 
-@pytest.fixture
-def redis_process(tmp_path: Path) -> Iterator[RedisProcess]:
-    server = RedisProcess(tmp_path)
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 def make_app(tmp_path: Path, database_url: str, redis_url: str) -> Flask:
     return create_app(
         {

@@ -59,15 +59,6 @@ def cluster() -> Iterator[PostgresCluster]:
 
 
 @pytest.fixture
-def redis_process(tmp_path: Path) -> Iterator[RedisProcess]:
-    server = RedisProcess(tmp_path)
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-@pytest.fixture
 def app(tmp_path: Path, cluster: PostgresCluster, redis_process: RedisProcess) -> Iterator[Flask]:
     if cluster.proc is None:
         cluster.start()  # a test that failed half-way left it stopped

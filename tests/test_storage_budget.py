@@ -22,6 +22,7 @@ from conftest import ApiClient
 from flask import Flask
 from flask.testing import FlaskClient
 from preflight_support import print_pdf
+from race_support import holding
 from test_api_openapi import operations
 from test_media_service import editor, editor_upload
 from test_preflight import UPLOAD, imported, new_draft
@@ -250,13 +251,7 @@ def test_an_upload_finishing_during_the_check_is_still_counted(
     has a snapshot of its own (SQLite's writer lock, held by B, keeps A waiting)."""
     budget = SqlStorageBudget(repo.engine)
     held = budget.reserve(tenant.identifier, 600, 1000)
-    paused, resume = threading.Event(), threading.Event()
     outcome: list[object] = []
-
-    def pause_after_first_sum(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if threading.current_thread() is checker and "sum(" in statement and not paused.is_set():
-            paused.set()
-            assert resume.wait(30)
 
     def check() -> None:
         try:
@@ -279,21 +274,12 @@ def test_an_upload_finishing_during_the_check_is_still_counted(
             )
         budget.release(held)
 
-    checker = threading.Thread(target=check)
-    sa.event.listen(repo.engine, "after_cursor_execute", pause_after_first_sum)
-    try:
-        checker.start()
-        assert paused.wait(30)
-        finisher = threading.Thread(target=finish_a)
+    finisher = threading.Thread(target=finish_a)
+    with holding(repo, check, lambda statement: "sum(" in statement, after=True):
         finisher.start()
         if repo.engine.dialect.name == "postgresql":
             finisher.join()
-        resume.set()
-        checker.join()
-        finisher.join()
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "after_cursor_execute", pause_after_first_sum)
+    finisher.join()
     assert len(outcome) == 1 and isinstance(outcome[0], BudgetExceeded), outcome
     assert budget.used(tenant.identifier) == 600
 

@@ -10,30 +10,15 @@ cascade after its create had answered 201. Real SQLite and PostgreSQL, real thre
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-import sqlalchemy as sa
 from api_support import make_template, make_user
 from conftest import ApiClient
 from flask import Flask
+from race_support import briefly, hold_then_race
 
 from pps.platform.models import Client
 from pps.platform.repository.sql import SqlRepository
-
-
-def held_before(repo: SqlRepository, prefix: str, thread: list[threading.Thread]) -> Any:
-    """A cursor hook that holds ``thread[0]`` just before its first statement starting with
-    ``prefix``, until ``resume`` is set; ``(hook, held, resume)``."""
-    held, resume = threading.Event(), threading.Event()
-
-    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        mine = threading.current_thread() is thread[0]
-        if mine and statement.lstrip().upper().startswith(prefix) and not held.is_set():
-            held.set()
-            assert resume.wait(30)
-
-    return hold, held, resume
 
 
 def test_a_draft_created_for_the_source_of_a_merge_is_moved_or_refused(
@@ -56,23 +41,9 @@ def test_a_draft_created_for_the_source_of_a_merge_is_moved_or_refused(
         response = mine.post("/api-ext/draft", json=body)
         answers["create"] = (response.status_code, response.get_json())
 
-    merger: list[threading.Thread] = [threading.Thread(target=merge)]
-    hook, held, resume = held_before(repo, "DELETE FROM USERS", merger)
-    creator = threading.Thread(target=create)
-    sa.event.listen(repo.engine, "before_cursor_execute", hook)
-    try:
-        merger[0].start()
-        assert held.wait(30)  # the source's drafts are moved, the source not yet deleted
-        creator.start()
-        # Done at once, or waiting for the merge's locks: less than the 2 s statement timeout
-        # of the default PPS_DATABASE_TIMEOUT, which would answer the wait with a 503.
-        creator.join(1)
-        resume.set()
-        merger[0].join(30)
-        creator.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    # Held with the source's drafts moved, the source not yet deleted; the create is done
+    # at once meanwhile, or waits for the merge's locks.
+    hold_then_race(repo, merge, "DELETE FROM USERS", create, wait=briefly)
     assert answers["merge"] == 200
     status, body = answers["create"]
     assert status in (201, 422), body
