@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from api_support import make_user
+from api_support import make_draft, make_user
 from conftest import ApiClient
 from flask import Flask
 from race_support import for_locks, hold_then_race, nth
 from vdata_support import card_template
 
 from pps.platform import ids
-from pps.platform.models import Client, Template, User
+from pps.platform.models import Client, Draft, Template, User
 from pps.platform.repository.sql import SqlRepository
 from pps.platform.repository.tables import drafts
 
@@ -86,6 +86,20 @@ def many_drafts(repo: SqlRepository, tenant: Client, template: Template) -> None
         found = conn.exec_driver_sql(claim, {"client": tenant.identifier})
         plan = "\n".join(found.scalars())
     assert "pk_drafts" in plan, plan
+
+
+def card_draft_of(repo: SqlRepository, tenant: Client, owner: User) -> Draft:
+    """A draft of the business card for ``owner``, with nothing personalized yet."""
+    template = card_template(repo, tenant)
+    return make_draft(
+        repo,
+        tenant,
+        owner,
+        template,
+        intent="personalize",
+        api_default_values={},
+        custom_attributes={},
+    )
 
 
 def crossed_pair(repo: SqlRepository, tenant: Client, owner: User, template: Template) -> list[str]:
@@ -188,15 +202,7 @@ def test_a_copy_of_rows_and_a_delete_of_their_user_take_the_drafts_in_one_order(
     while the delete waits for the source: a deadlock, one of them a 503. It takes them in
     hash order too: the delete waits, and then deletes both."""
     owner = make_user(repo, tenant)
-    source = repo.create_draft(
-        tenant.identifier,
-        user_identifier=owner.identifier,
-        template_identifier=card_template(repo, tenant).identifier,
-        intent="personalize",
-        api_default_values={},
-        custom_attributes={},
-    )
-    assert source is not None
+    source = card_draft_of(repo, tenant, owner)
     api = ApiClient(app.test_client(), tenant.api_key)
     rows = {"data": [{"name": "Ada"}, {"name": "Grace"}]}
     assert (
@@ -234,15 +240,7 @@ def test_a_review_written_while_a_reviewer_is_deleted_is_no_deadlock(
     old row the close deleted; the close's insert then waited for the user: a deadlock,
     one of them a 503. Now the write holds its reviewers' users first, so the delete waits
     for it, and then takes the reviewer out of the closed review."""
-    draft = repo.create_draft(
-        tenant.identifier,
-        user_identifier=make_user(repo, tenant).identifier,
-        template_identifier=card_template(repo, tenant).identifier,
-        intent="personalize",
-        api_default_values={},
-        custom_attributes={},
-    )
-    assert draft is not None
+    draft = card_draft_of(repo, tenant, make_user(repo, tenant))
     reviewer, other = make_user(repo, tenant), make_user(repo, tenant)
     api = ApiClient(app.test_client(), tenant.api_key)
     body = {"draftId": draft.draft_hash, "user": [reviewer.identifier, other.identifier]}
@@ -276,15 +274,7 @@ def test_a_review_created_while_its_drafts_owner_and_reviewer_is_deleted_is_no_d
     the user: a deadlock, one of them a 503. Now the review holds its reviewers first: the
     delete waits for it, and then deletes the draft with its review."""
     owner = make_user(repo, tenant)
-    draft = repo.create_draft(
-        tenant.identifier,
-        user_identifier=owner.identifier,
-        template_identifier=card_template(repo, tenant).identifier,
-        intent="personalize",
-        api_default_values={},
-        custom_attributes={},
-    )
-    assert draft is not None
+    draft = card_draft_of(repo, tenant, owner)
     answers: dict[str, Any] = {}
 
     def create() -> None:
