@@ -200,6 +200,35 @@ def server_env(port: int, instance: Path, database_url: str, redis_url: str) -> 
     return env
 
 
+@dataclass
+class ThreadModeShop:
+    """A pps without Redis, set up and not started, and a shop's client on it: batches
+    and the webhook outbox run in threads of the app process."""
+
+    server: Server
+    client: dict[str, Any]
+    template: dict[str, Any]
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        return api_json(self.server.base_url, self.client["apiKey"], method, path, body)
+
+
+def thread_mode_shop(tmp: Path, database_url: str, **settings: str) -> ThreadModeShop:
+    """A migrated pps on a free port without ``PPS_REDIS_URL`` (``settings`` added to its
+    environment), a client that may call back to 127.0.0.1, and the business card."""
+    port = free_port()
+    env = server_env(port, tmp / "instance", database_url, "")
+    del env["PPS_REDIS_URL"]
+    env.update(settings)
+    server = Server(port, f"http://127.0.0.1:{port}", env, tmp / "instance", tmp / "log")
+    server.pps("db", "upgrade")
+    client = server.pps("client", "create", "--name", "Shop", "--json")
+    server.pps("client", "allow-host", client["identifier"], "127.0.0.1")
+    card = ROOT / "examples" / "templates" / "business-card" / "template.json"
+    imported = ("template", "import", str(card), "--client", client["identifier"], "--json")
+    return ThreadModeShop(server, client, server.pps(*imported))
+
+
 def start_gunicorn(
     env: dict[str, str], port: int, log: Path, *args: str, app: str = "wsgi:app"
 ) -> subprocess.Popen[bytes]:

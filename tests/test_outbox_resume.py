@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from conftest import TEST_SECRET_KEY, free_port
 from flask import Flask
 from processing_support import receiver
-from server_support import ROOT, Server, api_json, server_env, start_gunicorn, stop
+from server_support import start_gunicorn, stop, thread_mode_shop
 
 from app import create_app
 from pps.app import resume_outbox
@@ -29,8 +29,6 @@ from pps.platform.repository.sql import create_engine
 from pps.platform.repository.tables import webhook_deliveries
 from pps.webhooks.dispatcher import Dispatcher
 from pps.webhooks.events import DRAFT_CREATED
-
-TEMPLATE = ROOT / "examples" / "templates" / "business-card" / "template.json"
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -170,11 +168,11 @@ def test_dispatchers_of_several_processes_send_each_message_once(
 def test_a_restarted_server_sends_what_it_queued_before_without_a_new_event(
     tmp_path: Path, database_url: str
 ) -> None:
-    port = free_port()
     hook_port = free_port()  # the shop's receiver, down at first
-    env = server_env(port, tmp_path / "instance", database_url, "")
-    del env["PPS_REDIS_URL"]  # thread mode: no `pps worker` that would send the outbox
-    env.update(
+    # Without Redis: no `pps worker` that would send the outbox.
+    made = thread_mode_shop(
+        tmp_path,
+        database_url,
         PPS_WORKERS="3",
         PPS_WEBHOOK_POLL="0.1",
         PPS_WEBHOOK_BACKOFF="0.2",
@@ -183,17 +181,8 @@ def test_a_restarted_server_sends_what_it_queued_before_without_a_new_event(
         PPS_WEBHOOK_TIMEOUT="1",
         PPS_NOTIFY_TIMEOUT="1",
     )
-    server = Server(port, f"http://127.0.0.1:{port}", env, tmp_path / "instance", tmp_path / "log")
-    server.pps("db", "upgrade")
-    client = server.pps("client", "create", "--name", "Shop", "--json")
-    shop = client["identifier"]
-    server.pps("client", "allow-host", client["identifier"], "127.0.0.1")
-    template = server.pps(
-        "template", "import", str(TEMPLATE), "--client", client["identifier"], "--json"
-    )
-
-    def api(method: str, path: str, body: Any = None) -> Any:
-        return api_json(server.base_url, client["apiKey"], method, path, body)
+    server, template, api = made.server, made.template, made.api
+    port, env, shop = server.port, server.env, made.client["identifier"]
 
     proc = start_gunicorn(env, port, server.log)
     try:

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from conftest import TEST_SECRET_KEY, ApiClient, free_port
+from conftest import TEST_SECRET_KEY, ApiClient
 from fault_support import RedisProcess
 from flask import Flask
 from processing_support import (
@@ -41,13 +41,10 @@ from processing_support import (
 )
 from rq import Queue
 from server_support import (
-    ROOT,
-    Server,
-    api_json,
     pps_script,
-    server_env,
     start_gunicorn,
     stop,
+    thread_mode_shop,
 )
 
 from app import create_app
@@ -281,10 +278,9 @@ def test_a_server_without_redis_killed_mid_job_finishes_the_batch_once_restarted
     """Without Redis a batch runs in a thread of the app process that accepted it. That
     process killed (OOM, kill -9, a host that lost power) took the job with it: the batch
     stayed ``in-process``, also after a restart. The restarted server finds it."""
-    port = free_port()
-    env = server_env(port, tmp_path / "instance", database_url, "")
-    del env["PPS_REDIS_URL"]
-    env.update(
+    shop = thread_mode_shop(
+        tmp_path,
+        database_url,
         PPS_WORKERS="1",
         PPS_NOTIFY_ALLOW_PRIVATE="1",
         PPS_WEBHOOK_POLL="0.1",
@@ -292,22 +288,9 @@ def test_a_server_without_redis_killed_mid_job_finishes_the_batch_once_restarted
         PPS_NOTIFY_TIMEOUT="1",
         PPS_WEBHOOK_TIMEOUT="1",
     )
-    server = Server(port, f"http://127.0.0.1:{port}", env, tmp_path / "instance", tmp_path / "log")
-    server.pps("db", "upgrade")
-    client = server.pps("client", "create", "--name", "Shop", "--json")
-    server.pps("client", "allow-host", client["identifier"], "127.0.0.1")
-    template = server.pps(
-        "template",
-        "import",
-        str(ROOT / "examples" / "templates" / "business-card" / "template.json"),
-        "--client",
-        client["identifier"],
-        "--json",
-    )
+    server, template, api = shop.server, shop.template, shop.api
+    port, env = server.port, server.env
     engine = sa.create_engine(database_url)
-
-    def api(method: str, path: str, body: Any = None) -> Any:
-        return api_json(server.base_url, client["apiKey"], method, path, body)
 
     def states(processing_id: str) -> list[str]:
         return snapshot_states(api("GET", f"{URL}/{processing_id}"))
