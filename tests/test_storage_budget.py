@@ -76,6 +76,13 @@ def upload_rows(repo: SqlRepository, client: Client) -> int:
         return int(conn.execute(counted).scalar_one())
 
 
+def count_reservations(repo: SqlRepository, client: Client) -> int:
+    """The client's reservations (on PostgreSQL the database is the run's)."""
+    mine = storage_reservations.c.client_identifier == client.identifier
+    with repo.engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).where(mine)).scalar_one())
+
+
 def full(response: Any) -> str:
     """The 507's message: JSON error body, naming the budget."""
     body = assert_error(response, 507)
@@ -324,9 +331,7 @@ def test_a_reservation_left_behind_counts_no_more_once_expired(
         )
     assert budget.used(tenant.identifier) == 0
     budget.release(budget.reserve(tenant.identifier, 350, 350))
-    with repo.engine.connect() as conn:
-        left = conn.execute(sa.select(sa.func.count()).select_from(storage_reservations))
-        assert left.scalar_one() == 0
+    assert count_reservations(repo, tenant) == 0
 
 
 # -- the setting ----------------------------------------------------------------------------

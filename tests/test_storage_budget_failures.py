@@ -23,14 +23,13 @@ from flask import Flask
 from preflight_support import print_pdf
 from test_preflight import UPLOAD, imported, new_draft
 from test_preflight import upload as upload_pdf
-from test_storage_budget import PDF, TABLE, stored_files, upload_rows
+from test_storage_budget import PDF, TABLE, count_reservations, stored_files, upload_rows
 from test_uploads import upload
 
 from pps.platform.models import Client, Template
 from pps.platform.outages import DATABASE_DOWN
 from pps.platform.repository.sql import SqlRepository
 from pps.platform.repository.storage_budget import SqlStorageBudget
-from pps.platform.repository.tables import storage_reservations
 
 #: Room for several copies of the print PDF: these tests are about failures, not the budget.
 BUDGET = 10 * len(PDF)
@@ -69,12 +68,6 @@ def outage(response: Any) -> None:
     assert body["message"] == DATABASE_DOWN
 
 
-def reservations(repo: SqlRepository) -> int:
-    with repo.engine.connect() as conn:
-        counted = sa.select(sa.func.count()).select_from(storage_reservations)
-        return int(conn.execute(counted).scalar_one())
-
-
 def test_a_replicate_whose_pdf_copy_cannot_be_recorded_leaves_no_copy(
     app: Flask, api: ApiClient, repo: SqlRepository, tenant: Client, upload_template: Template
 ) -> None:
@@ -89,7 +82,7 @@ def test_a_replicate_whose_pdf_copy_cannot_be_recorded_leaves_no_copy(
     kept = repo.get_draft(tenant.identifier, source["draftHash"])
     assert kept is not None
     assert SqlStorageBudget(repo.engine).used(tenant.identifier) == kept.upload_size
-    assert reservations(repo) == 0
+    assert count_reservations(repo, tenant) == 0
 
 
 def test_a_print_pdf_that_cannot_be_recorded_is_not_kept(
@@ -106,7 +99,7 @@ def test_a_print_pdf_that_cannot_be_recorded_is_not_kept(
         assert stored_files(app) == files  # the draft's PDF kept, the new one not left
         assert repo.get_draft(tenant.identifier, draft["draftHash"]) == before
         assert app.extensions["pps"].storage.read(before.upload_key) is not None
-    assert reservations(repo) == 0
+    assert count_reservations(repo, tenant) == 0
 
 
 def test_a_stored_file_whose_reservation_cannot_be_released_is_answered_stored(
@@ -119,7 +112,7 @@ def test_a_stored_file_whose_reservation_cannot_be_released_is_answered_stored(
     assert getattr(stored, "status_code", None) == 201
     assert upload_rows(repo, tenant) == 1 and len(stored_files(app)) == 1
     # The room is held until the reservation expires, then only the file counts.
-    assert reservations(repo) == 1
+    assert count_reservations(repo, tenant) == 1
     assert SqlStorageBudget(repo.engine).used(tenant.identifier) == 2 * len(TABLE)
 
 
