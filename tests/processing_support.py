@@ -125,34 +125,26 @@ def card_draft(repo: SqlRepository, client: Client, template: Template, name: st
     )
 
 
-def drain_notifications(app: Flask, *clients: str, timeout: float = 30.0) -> None:
-    """Wait until the app's dispatcher has sent (or given up) every message of ``clients``.
+def drain_notifications(app: Flask, timeout: float = 30.0) -> None:
+    """Wait until the app's dispatcher has sent (or given up) every queued message.
 
     Notifications go through the webhook outbox: a job only queues them, the dispatcher
-    of the app process delivers them (started here as the first event would start it).
-    Only the named clients' rows count: on PostgreSQL the database is the run's, and
-    other tests leave deliveries there (retries of receivers long gone)."""
-    assert clients, "name the clients whose messages to wait for"
+    of the app process delivers them (started here as the first event would start it)."""
     services = app.extensions["pps"]
     dispatcher = services.dispatcher()
     assert dispatcher is not None
     dispatcher.wake()
     deadline = time.monotonic() + timeout
-
-    def busy() -> bool:
-        in_flight = dispatcher.in_flight()
-        return any(services.integrations.pending(c) or in_flight.get(c) for c in clients)
-
-    while busy():
+    while services.integrations.pending() or dispatcher.in_flight():
         assert time.monotonic() < deadline, "the outbox was not sent in time"
         time.sleep(0.02)
 
 
-def run_jobs(app: Flask, mode: str, *clients: str) -> None:
+def run_jobs(app: Flask, mode: str) -> None:
     """Run every queued job to its end (an RQ worker in burst mode, or the app's thread),
-    then let the dispatcher send the notifications the jobs queued for ``clients``."""
+    then let the dispatcher send the notifications the jobs queued."""
     _run_jobs(app, mode)
-    drain_notifications(app, *clients)
+    drain_notifications(app)
 
 
 def _run_jobs(app: Flask, mode: str) -> None:
