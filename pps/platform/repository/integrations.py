@@ -6,6 +6,8 @@ that touches a client's records takes the client first; another client's webhook
 found. Deliveries are claimed with a lease (``UPDATE ... WHERE lease_until IS NULL OR
 lease_until < now``), so several dispatchers (app processes, ``pps worker``) never send the
 same attempt twice, and a dispatcher that dies frees its claims when their lease expires.
+A claim skips a delivery whose row another transaction holds rather than wait for it, so it
+never waits while holding the deliveries it leased before (see :func:`_unheld`).
 """
 
 from __future__ import annotations
@@ -148,6 +150,25 @@ def _webhook(row: RowMapping) -> Webhook:
         url=row["url"],
         status=int(row["status"]),
         created_at=_aware(row["created_at"]),
+    )
+
+
+def _unheld(identifier: str, now: datetime) -> sa.Select[tuple[str]]:
+    """The delivery ``identifier`` when it is free to lease and no other transaction holds
+    its row, locked for this one (PostgreSQL; SQLite writes one at a time anyway).
+
+    Skipped rather than waited for: the holder is deleting it (its webhook, a newer
+    notification of its topic) or leasing it, and a claim that waited while holding the
+    deliveries it leased before would deadlock with a delete that takes them in another
+    order (the order they lie in the table, not the order they are due in)."""
+    row = webhook_deliveries.alias("unheld")
+    return (
+        sa.select(row.c.identifier)
+        .where(
+            row.c.identifier == identifier,
+            sa.or_(row.c.lease_until.is_(None), row.c.lease_until < now),
+        )
+        .with_for_update(skip_locked=True)
     )
 
 
@@ -493,7 +514,11 @@ class SqlIntegrationStore:
                     webhook_deliveries.c.event.in_(list(jobs)),
                 ),
             )
-            .order_by(webhook_deliveries.c.next_attempt_at, webhook_deliveries.c.created_at)
+            .order_by(
+                webhook_deliveries.c.next_attempt_at,
+                webhook_deliveries.c.created_at,
+                webhook_deliveries.c.identifier,
+            )
             .limit(limit * 4)
         )
         if busy:
@@ -511,7 +536,7 @@ class SqlIntegrationStore:
                 until = now + timedelta(seconds=(leases or {}).get(row["event"], lease))
                 taken = conn.execute(
                     webhook_deliveries.update()
-                    .where(webhook_deliveries.c.identifier == row["identifier"], free)
+                    .where(webhook_deliveries.c.identifier.in_(_unheld(row["identifier"], now)))
                     .values(lease_until=until)
                 ).rowcount
                 if taken:
