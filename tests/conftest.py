@@ -14,7 +14,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
@@ -29,6 +29,7 @@ from app import create_app
 from pps.editor.embed import cookie_policy
 from pps.platform.models import Client, User
 from pps.platform.repository.sql import SqlRepository, upgrade_database
+from pps.platform.repository.tables import webhook_deliveries
 
 if TYPE_CHECKING:
     from fault_support import RedisProcess
@@ -201,6 +202,26 @@ def repository(database_url: str) -> Iterator[SqlRepository]:
     repo = SqlRepository(database_url)
     yield repo
     repo.close()
+
+
+@pytest.fixture
+def forget_deliveries(database_url: str) -> Iterator[Callable[[str], None]]:
+    """Collects clients whose deliveries a test leaves in the outbox (retries to a receiver
+    it closed) and deletes those rows afterwards: on PostgreSQL the database is the run's,
+    and the dispatchers of later tests would try them again. Request it before the test's
+    app, so that it runs once that app and its dispatcher are closed."""
+    clients: list[str] = []
+    yield clients.append
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                webhook_deliveries.delete().where(
+                    webhook_deliveries.c.client_identifier.in_(clients)
+                )
+            )
+    finally:
+        engine.dispose()
 
 
 # -- the app -----------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_an_allowed_intranet_host_gets_notifications_only_for_its_client(strict_
                 assert "loopback" in body["errors"]["stateChangedNotifyUrl"][0]
             else:
                 assert response.status_code == 201, response.get_data()
-        run_jobs(strict_app, "thread")
+        run_jobs(strict_app, "thread", intranet.identifier, other.identifier)
         states = [body["draftStates"][0]["state"] for body in hook.bodies()]
         assert states[-1] == "processed"
         # An IP literal of the same host is another name: not allowed by "localhost".

@@ -102,7 +102,7 @@ def test_two_drafts_processed_and_notified_in_order(
     second = card_draft(repo, tenant, template, "Grace Hopper")
     with receiver() as hook:
         processing_id = submit(api, [first.draft_hash, second.draft_hash], hook.url)
-        run_jobs(app, worker_mode)
+        run_jobs(app, worker_mode, tenant.identifier)
         bodies = hook.bodies()
         requests = list(hook.requests)
 
@@ -153,7 +153,7 @@ def test_status_before_the_worker_ran_is_pending(
         assert status(api, processing_id)["draftStates"] == [
             {"draftId": draft.draft_hash, "state": "pending", "message": None}
         ]
-    run_jobs(app, worker_mode)
+    run_jobs(app, worker_mode, tenant.identifier)
     assert snapshot_states(status(api, processing_id)) == ["processed"]
 
 
@@ -164,7 +164,7 @@ def test_a_draft_that_cannot_render_fails_with_a_message_and_the_rest_go_on(
     good = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
     with receiver() as hook:
         processing_id = submit(api, [broken.draft_hash, good.draft_hash], hook.url)
-        run_jobs(app, worker_mode)
+        run_jobs(app, worker_mode, tenant.identifier)
         bodies = hook.bodies()
     states = status(api, processing_id)["draftStates"]
     assert [item["state"] for item in states] == ["failed", "processed"]
@@ -187,7 +187,7 @@ def test_a_draft_deleted_after_submission_fails(
     draft = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
     processing_id = submit(api, [draft.draft_hash])
     assert repo.delete_draft(tenant.identifier, draft.draft_hash)
-    run_jobs(app, worker_mode)
+    run_jobs(app, worker_mode, tenant.identifier)
     assert status(api, processing_id)["draftStates"] == [
         {"draftId": draft.draft_hash, "state": "failed", "message": "The draft no longer exists."}
     ]
@@ -209,7 +209,7 @@ def test_receiver_down_gets_retries_and_the_job_still_ends_processed(
     closed = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
     started = time.monotonic()
     processing_id = submit(api, [draft.draft_hash], closed)
-    run_jobs(app, worker_mode)
+    run_jobs(app, worker_mode, tenant.identifier)
     assert time.monotonic() - started < 30
     assert snapshot_states(status(api, processing_id)) == ["processed"]
     failures = [r.getMessage() for r in caplog.records if "processing:" in r.getMessage()]
@@ -225,7 +225,7 @@ def test_receiver_answering_503_gets_five_tries_of_the_final_state(
     draft = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
     with receiver(status=503) as hook:
         processing_id = submit(api, [draft.draft_hash], hook.url)
-        run_jobs(app, worker_mode)
+        run_jobs(app, worker_mode, tenant.identifier)
         bodies = hook.bodies()
     final = status(api, processing_id)
     assert snapshot_states(final) == ["processed"]
@@ -244,7 +244,7 @@ def test_redirecting_receiver_is_not_followed(
     with receiver() as target, receiver(307, {"Location": "PLACEHOLDER"}) as redirector:
         redirector.headers["Location"] = target.url
         processing_id = submit(api, [draft.draft_hash], redirector.url)
-        run_jobs(app, worker_mode)
+        run_jobs(app, worker_mode, tenant.identifier)
         redirected = redirector.bodies()
         followed = target.bodies()
     assert snapshot_states(status(api, processing_id)) == ["processed"]
@@ -316,7 +316,7 @@ def test_form_body_and_snake_case_names_are_accepted(
     response = api.post(URL, json={"draft_ids": [two.draft_hash, one.draft_hash, two.draft_hash]})
     assert response.status_code == 201, response.get_data()
     snake_id = response.get_json()["processingId"]
-    run_jobs(app, worker_mode)
+    run_jobs(app, worker_mode, tenant.identifier)
     assert [d["draftId"] for d in status(api, form_id)["draftStates"]] == [
         one.draft_hash,
         two.draft_hash,
@@ -386,7 +386,7 @@ def test_other_tenants_and_unknown_draft_ids_fail_alone_while_the_others_proceed
         )
         assert response.status_code == 201, response.get_data()
         processing_id = response.get_json()["processingId"]
-        run_jobs(app, worker_mode)
+        run_jobs(app, worker_mode, tenant.identifier)
         final = status(api, processing_id)["draftStates"]
         assert [(d["draftId"], d["state"]) for d in final] == [
             (theirs.draft_hash, "failed"),
@@ -416,10 +416,10 @@ def test_a_batch_of_unknown_drafts_only_is_announced_to_its_webhooks_once(
         )
         assert subscribed.status_code == 201, subscribed.get_json()
         processing_id = submit(api, ["no-such-draft", "nor-this-one"], notify.url)
-        run_jobs(app, worker_mode)
+        run_jobs(app, worker_mode, tenant.identifier)
         # A job run again (after an outage) announces nothing more.
         run_processing(job_from_services(app.extensions["pps"]), tenant.identifier, processing_id)
-        drain_notifications(app)
+        drain_notifications(app, tenant.identifier)
         events = webhook.bodies()
         notified = notify.bodies()
     final = status(api, processing_id)
@@ -445,7 +445,7 @@ def test_other_tenants_processing_id_is_404(
     assert_error(api.get(f"{URL}/{'0' * 32}"), 404)
     assert_error(api.get(f"{URL}/abc%00def"), 404)
     assert_error(api.get(f"{URL}/{processing_id}", headers={"Authorization": "Bearer nope"}), 401)
-    run_jobs(app, worker_mode)
+    run_jobs(app, worker_mode, tenant.identifier)
     assert_error(other_api.get(f"{URL}/{processing_id}"), 404)
 
 
@@ -477,7 +477,7 @@ def test_running_a_job_again_changes_nothing(
 ) -> None:
     draft = card_draft(repo, tenant, card_template(repo, tenant), "Ada")
     processing_id = submit(api, [draft.draft_hash])
-    run_jobs(app, worker_mode)
+    run_jobs(app, worker_mode, tenant.identifier)
     before = app.extensions["pps"].processings.get(tenant.identifier, processing_id)
     job = job_from_services(app.extensions["pps"])
     after = run_processing(job, tenant.identifier, processing_id)
@@ -502,10 +502,10 @@ def test_a_job_run_again_after_an_outage_does_not_send_the_final_state_twice(
         # The retry while the first final notification may still wait in the outbox ...
         run_processing(job, tenant.identifier, processing_id)
         run_processing(job, tenant.identifier, processing_id)
-        drain_notifications(app)
+        drain_notifications(app, tenant.identifier)
         # ... and once it was delivered.
         run_processing(job, tenant.identifier, processing_id)
-        drain_notifications(app)
+        drain_notifications(app, tenant.identifier)
         requests = list(hook.requests)
     final = status(api, processing_id)
     assert snapshot_states(final) == ["processed"]
@@ -524,7 +524,7 @@ def test_a_dead_job_fails_what_is_unfinished_and_says_so(
         processing_id = submit(api, [draft.draft_hash], hook.url)
         job = job_from_services(app.extensions["pps"])
         fail_processing(job, tenant.identifier, processing_id, "Rendering was stopped.")
-        drain_notifications(app)
+        drain_notifications(app, tenant.identifier)
         bodies = hook.bodies()
     expected = [
         {"draftId": draft.draft_hash, "state": "failed", "message": "Rendering was stopped."}

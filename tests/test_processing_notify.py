@@ -143,7 +143,8 @@ def test_forbidden_receivers_are_refused_at_submission_with_422(
         )
         body = assert_error(response, 422, "stateChangedNotifyUrl")
         assert "draftIds" not in body["errors"]
-        run_jobs(strict_app, "rq")  # nothing was queued, so nothing is sent anywhere
+        # Nothing was queued, so nothing is sent anywhere.
+        run_jobs(strict_app, "rq", shop.identifier)
         assert hook.requests == []
     with services.repository.engine.connect() as conn:
         owned = processings.select().where(processings.c.client_identifier == shop.identifier)
@@ -160,7 +161,7 @@ def test_address_is_checked_again_at_send_time(strict_app: Flask) -> None:
         # Stored directly: the API would have refused this URL under these settings.
         processing = services.processings.create(shop.identifier, [draft.draft_hash], hook.url)
         services.jobs.enqueue(shop.identifier, processing.processing_id, 1)
-        run_jobs(strict_app, "rq")
+        run_jobs(strict_app, "rq", shop.identifier)
         assert hook.requests == []
     stored = services.processings.get(shop.identifier, processing.processing_id)
     assert [item.state for item in stored.drafts] == ["processed"]

@@ -350,10 +350,13 @@ def test_a_webhook_whose_secret_cannot_be_stored_is_not_created(hook_app: Flask)
     assert api.get(URL).get_json()["meta"]["total"] == 1
 
 
-def test_the_same_subscription_again_answers_the_existing_webhook(hook_app: Flask) -> None:
+def test_the_same_subscription_again_answers_the_existing_webhook(
+    forget_deliveries: Callable[[str], None], hook_app: Flask
+) -> None:
     """A second ``{event, url}`` like one the client has is the same webhook (200, same
     identifier), not a second subscription: each would POST every event to the URL again."""
     tenant, api = shop(hook_app, "Shop A")
+    forget_deliveries(tenant.identifier)
     services = hook_app.extensions["pps"]
     body = {"event": "review.closed", "url": "http://127.0.0.1:9/hook"}
     first = api.post(URL, json=body)
@@ -588,7 +591,7 @@ def test_a_receiver_that_is_down_is_retried_with_backoff(hook_app: Flask) -> Non
 
 
 def test_a_message_tried_a_thousand_times_waits_the_longest_pause_for_its_next_try(
-    app_config: dict[str, Any],
+    forget_deliveries: Callable[[str], None], app_config: dict[str, Any]
 ) -> None:
     """An operator may allow thousands of attempts (PPS_WEBHOOK_ATTEMPTS has no upper
     bound). Past about 1025 of them the doubling backoff overflowed a float: the failure
@@ -600,6 +603,7 @@ def test_a_message_tried_a_thousand_times_waits_the_longest_pause_for_its_next_t
     try:
         services = application.extensions["pps"]
         client, api = shop(application, "Shop A")
+        forget_deliveries(client.identifier)
         url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens: refused
         assert api.post(URL, json={"event": "draft.updated", "url": url}).status_code == 201
         engine = services.integrations.engine
@@ -657,10 +661,11 @@ class Hanging:
 
 
 def test_a_slow_receiver_of_one_client_does_not_delay_another_clients_deliveries_or_jobs(
-    hook_app: Flask,
+    forget_deliveries: Callable[[str], None], hook_app: Flask
 ) -> None:
     services = hook_app.extensions["pps"]
     slow_client, slow_api = shop(hook_app, "Slow shop")
+    forget_deliveries(slow_client.identifier)
     fast_client, fast_api = shop(hook_app, "Fast shop")
     template = card_template(services.repository, fast_client)
     draft = card_draft(services.repository, fast_client, template, "Ada")
