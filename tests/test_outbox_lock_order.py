@@ -15,7 +15,6 @@ SQLite is not run: its database-wide write lock serializes writers.
 from __future__ import annotations
 
 import secrets
-import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,8 +22,7 @@ import pytest
 import sqlalchemy as sa
 from conftest import ApiClient
 from flask import Flask
-from test_lock_order_races import until_waiting
-from test_user_races import held_before
+from race_support import for_locks, hold_then_race, nth
 
 from pps.platform.models import Client
 from pps.platform.repository.integrations import Delivery, SqlIntegrationStore
@@ -96,18 +94,7 @@ def test_a_claim_and_a_delete_of_the_webhook_do_not_deadlock(
     store: SqlIntegrationStore = app.extensions["pps"].integrations
     webhook = store.create_webhook(tenant.identifier, "draft.updated", "http://127.0.0.1:9/")
     _, second = crossed_deliveries(store, tenant.identifier, webhook.webhook.identifier)
-    held, resume = threading.Event(), threading.Event()
-    leases = {"n": 0}
     outcome: dict[str, Any] = {}
-
-    def hold(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if threading.current_thread() is not claiming:
-            return
-        if statement.lstrip().upper().startswith("UPDATE WEBHOOK_DELIVERIES"):
-            leases["n"] += 1
-            if leases["n"] == 2:  # holding one delivery, about to lease the other
-                held.set()
-                assert resume.wait(30)
 
     def lease() -> None:
         try:
@@ -120,20 +107,10 @@ def test_a_claim_and_a_delete_of_the_webhook_do_not_deadlock(
         response = api.delete(f"/api-ext/webhook/{webhook.webhook.identifier}")
         outcome["delete"] = response.status_code
 
-    claiming = threading.Thread(target=lease)
-    deleting = threading.Thread(target=delete)
-    sa.event.listen(repo.engine, "before_cursor_execute", hold)
-    try:
-        claiming.start()
-        assert held.wait(30)
-        deleting.start()
-        until_waiting(repo, 1, deleting)  # the first deleted, waiting for the second
-        resume.set()
-        claiming.join(30)
-        deleting.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hold)
+    # Held holding one delivery, about to lease the other; the delete has deleted the
+    # first and waits for the second.
+    second_lease = nth(2, lambda sql: sql.lstrip().upper().startswith("UPDATE WEBHOOK_DELIVERIES"))
+    hold_then_race(repo, lease, second_lease, delete, wait=for_locks)
     assert outcome["delete"] == 204
     claimed = outcome["claim"]
     assert isinstance(claimed, list), claimed
@@ -168,21 +145,8 @@ def test_a_failed_attempt_and_a_delete_of_the_webhook_do_not_deadlock(
         response = api.delete(f"/api-ext/webhook/{webhook.webhook.identifier}")
         outcome["delete"] = response.status_code
 
-    recording = [threading.Thread(target=record)]
-    deleting = threading.Thread(target=delete)
-    hook, held, resume = held_before(repo, "UPDATE WEBHOOKS", recording)
-    sa.event.listen(repo.engine, "before_cursor_execute", hook)
-    try:
-        recording[0].start()
-        assert held.wait(30)  # the delivery written, the webhook's health not yet
-        deleting.start()
-        until_waiting(repo, 1, deleting)
-        resume.set()
-        recording[0].join(30)
-        deleting.join(30)
-    finally:
-        resume.set()
-        sa.event.remove(repo.engine, "before_cursor_execute", hook)
+    # Held with the delivery written, the webhook's health not yet.
+    hold_then_race(repo, record, "UPDATE WEBHOOKS", delete, wait=for_locks)
     assert outcome["record"] is None
     assert outcome["delete"] == 204
     assert store.pending(tenant.identifier) == 0
