@@ -214,14 +214,16 @@ def forget_deliveries(database_url: str) -> Iterator[Callable[[str], None]]:
     yield clients.append
     engine = sa.create_engine(database_url)
     try:
-        with engine.begin() as conn:
-            conn.execute(
-                webhook_deliveries.delete().where(
-                    webhook_deliveries.c.client_identifier.in_(clients)
-                )
-            )
+        delete_deliveries(engine, *clients)
     finally:
         engine.dispose()
+
+
+def delete_deliveries(engine: sa.Engine, *clients: str) -> None:
+    """Delete the outbox rows of ``clients``."""
+    with engine.begin() as conn:
+        mine = webhook_deliveries.c.client_identifier.in_(clients)
+        conn.execute(webhook_deliveries.delete().where(mine))
 
 
 # -- the app -----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from api_support import assert_error
 from client_compat_support import renderable_template
-from conftest import ApiClient
+from conftest import ApiClient, delete_deliveries
 from flask import Flask
 from loopback_http import serve_on_loopback
 from preflight_support import print_pdf
@@ -433,10 +433,7 @@ def queued_job(services: Any, shop: Shop) -> tuple[str, str]:
 def forget_outbox(services: Any, client: str) -> None:
     """Delete what a test left in the client's outbox: the PostgreSQL database is the
     run's, and the dispatchers of tests that follow would take the rows up."""
-    with services.repository.engine.begin() as conn:
-        conn.execute(
-            webhook_deliveries.delete().where(webhook_deliveries.c.client_identifier == client)
-        )
+    delete_deliveries(services.repository.engine, client)
 
 
 @pytest.fixture
