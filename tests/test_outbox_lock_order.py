@@ -15,6 +15,7 @@ SQLite is not run: its database-wide write lock serializes writers.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -84,6 +85,18 @@ def claim(store: SqlIntegrationStore, client: str) -> list[Delivery]:
     return store.claim_due(limit=10, lease=60, busy=busy)
 
 
+def deleting(
+    app: Flask, tenant: Client, webhook: str, outcome: dict[str, Any]
+) -> Callable[[], None]:
+    """The shop's DELETE of the webhook, its status put into ``outcome["delete"]``."""
+
+    def delete() -> None:
+        api = ApiClient(app.test_client(), tenant.api_key)
+        outcome["delete"] = api.delete(f"/api-ext/webhook/{webhook}").status_code
+
+    return delete
+
+
 def test_a_claim_and_a_delete_of_the_webhook_do_not_deadlock(
     app: Flask, repo: SqlRepository, tenant: Client
 ) -> None:
@@ -102,11 +115,7 @@ def test_a_claim_and_a_delete_of_the_webhook_do_not_deadlock(
         except sa.exc.DBAPIError as exc:
             outcome["claim"] = exc
 
-    def delete() -> None:
-        api = ApiClient(app.test_client(), tenant.api_key)
-        response = api.delete(f"/api-ext/webhook/{webhook.webhook.identifier}")
-        outcome["delete"] = response.status_code
-
+    delete = deleting(app, tenant, webhook.webhook.identifier, outcome)
     # Held holding one delivery, about to lease the other; the delete has deleted the
     # first and waits for the second.
     second_lease = nth(2, lambda sql: sql.lstrip().upper().startswith("UPDATE WEBHOOK_DELIVERIES"))
@@ -140,11 +149,7 @@ def test_a_failed_attempt_and_a_delete_of_the_webhook_do_not_deadlock(
         except sa.exc.DBAPIError as exc:
             outcome["record"] = exc
 
-    def delete() -> None:
-        api = ApiClient(app.test_client(), tenant.api_key)
-        response = api.delete(f"/api-ext/webhook/{webhook.webhook.identifier}")
-        outcome["delete"] = response.status_code
-
+    delete = deleting(app, tenant, webhook.webhook.identifier, outcome)
     # Held with the delivery written, the webhook's health not yet.
     hold_then_race(repo, record, "UPDATE WEBHOOKS", delete, wait=for_locks)
     assert outcome["record"] is None
