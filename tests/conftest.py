@@ -8,6 +8,7 @@ them when ``CI`` is set.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -147,9 +148,10 @@ def redis_process(tmp_path: Path) -> Iterator[RedisProcess]:
 BACKENDS = ["sqlite", "postgresql"]
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A database of this run's own on the server named by PPS_TEST_DATABASE_URL."""
+@contextlib.contextmanager
+def own_postgres_database() -> Iterator[str]:
+    """A migrated database of its own on the server named by PPS_TEST_DATABASE_URL, dropped
+    afterwards."""
     server_url = os.environ.get("PPS_TEST_DATABASE_URL")
     if not server_url:
         missing_service("PPS_TEST_DATABASE_URL is not set")
@@ -170,6 +172,13 @@ def postgres_url() -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """This run's database, shared by its PostgreSQL tests."""
+    with own_postgres_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ followed automatically. Runs on SQLite, and on PostgreSQL when PPS_TEST_DATABASE
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -24,7 +25,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
-from conftest import free_port, session_cookie_name
+from conftest import free_port, own_postgres_database, session_cookie_name
 from server_support import (
     GUNICORN_CONF,
     ROOT,
@@ -62,17 +63,25 @@ def server(
     if not GUNICORN_CONF.exists():
         pytest.fail(f"{GUNICORN_CONF.relative_to(ROOT)} is missing")
     tmp = tmp_path_factory.mktemp(f"e2e-{request.param}")
-    if request.param == "postgresql":
-        if not os.environ.get("PPS_TEST_DATABASE_URL") and not os.environ.get("CI"):
-            pytest.skip("PostgreSQL tests run when PPS_TEST_DATABASE_URL is set")
-        database_url = str(request.getfixturevalue("postgres_url"))
-    else:
-        database_url = f"sqlite:///{tmp / 'pps.sqlite3'}"
+    with contextlib.ExitStack() as cleanup:
+        if request.param == "postgresql":
+            if not os.environ.get("PPS_TEST_DATABASE_URL") and not os.environ.get("CI"):
+                pytest.skip("PostgreSQL tests run when PPS_TEST_DATABASE_URL is set")
+            # Not the run's shared database: this server lives as long as the run, and
+            # its workers would send (or refuse and drop) the outbox rows of later tests.
+            database_url = cleanup.enter_context(own_postgres_database())
+        else:
+            database_url = f"sqlite:///{tmp / 'pps.sqlite3'}"
+        yield from _served(tmp, database_url, redis_server[0])
+
+
+def _served(tmp: Path, database_url: str, redis_url: str) -> Iterator[Server]:
+    """gunicorn with two workers on ``database_url``, stopped when the run ends."""
     port = free_port()
     srv = Server(
         port=port,
         base_url=f"http://127.0.0.1:{port}",
-        env=server_env(port, tmp / "instance", database_url, redis_server[0]),
+        env=server_env(port, tmp / "instance", database_url, redis_url),
         instance=tmp / "instance",
         log=tmp / "gunicorn.log",
     )
