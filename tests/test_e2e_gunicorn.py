@@ -12,7 +12,6 @@ import base64
 import contextlib
 import http.client
 import json
-import os
 import secrets
 import threading
 import time
@@ -65,8 +64,6 @@ def server(
     tmp = tmp_path_factory.mktemp(f"e2e-{request.param}")
     with contextlib.ExitStack() as cleanup:
         if request.param == "postgresql":
-            if not os.environ.get("PPS_TEST_DATABASE_URL") and not os.environ.get("CI"):
-                pytest.skip("PostgreSQL tests run when PPS_TEST_DATABASE_URL is set")
             # Not the run's shared database: this server lives as long as the run, and
             # its workers would send (or refuse and drop) the outbox rows of later tests.
             database_url = cleanup.enter_context(own_postgres_database())
